@@ -79,17 +79,28 @@ int64_t cli_sim_source_spike_count(const ns_sim_t *sim) {
     return total;
 }
 
-/* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
-static int write_raster(FILE *g, const ns_sim_t *sim) {
+/* Every source's spikes in source order (*n of them); NULL after printing the error. */
+static raster_spike *source_spikes(const ns_sim_t *sim, int64_t *n) {
     const int64_t n_src = ns_sim_sources(sim), total = cli_sim_source_spike_count(sim);
     raster_spike *all = malloc((size_t)(total > 0 ? total : 1) * sizeof *all);
-    if (!all) return cli_error("out of memory for %lld spikes", (long long)total);
-    int64_t n = 0;
+    if (!all) {
+        cli_error("out of memory for %lld spikes", (long long)total);
+        return NULL;
+    }
+    *n = 0;
     for (int64_t s = 0; s < n_src; ++s) {
         int64_t cnt = 0;
         const double *x = ns_sim_source_spikes(sim, s, &cnt);
-        for (int64_t q = 0; q < cnt; ++q) all[n++] = (raster_spike){x[q], s};
+        for (int64_t q = 0; q < cnt; ++q) all[(*n)++] = (raster_spike){x[q], s};
     }
+    return all;
+}
+
+/* The network's raster: every source's spikes, by (time, source); 0 or 1 after printing the error. */
+static int write_raster(FILE *g, const ns_sim_t *sim) {
+    int64_t n = 0;
+    raster_spike *all = source_spikes(sim, &n);
+    if (!all) return 1;
     qsort(all, (size_t)n, sizeof *all, cmp_raster);
     fprintf(g, "source,cell,t_ms\n");
     for (int64_t k = 0; k < n; ++k)
@@ -100,24 +111,22 @@ static int write_raster(FILE *g, const ns_sim_t *sim) {
 }
 
 /* The raster as a SONATA spikes file (HDF5, written by the library at the
- * temporary path of its ns_output); 0 or 1 after printing the error. */
+ * temporary path of its ns_output), in source order; 0 or 1 after printing the error. */
 static int write_sonata_spikes(const char *temp_path, const char *path, const ns_network_t *net, const ns_sim_t *sim) {
-    const int64_t n_src = ns_sim_sources(sim), total = cli_sim_source_spike_count(sim);
-    int64_t *src = malloc((size_t)(total > 0 ? total : 1) * sizeof *src);
-    double *t = malloc((size_t)(total > 0 ? total : 1) * sizeof *t);
-    int bad = 0;
-    if (!src || !t) bad = cli_error("out of memory for %lld spikes", (long long)total);
     int64_t n = 0;
-    for (int64_t s = 0; s < n_src && !bad; ++s) {
-        int64_t cnt = 0;
-        const double *x = ns_sim_source_spikes(sim, s, &cnt);
-        for (int64_t q = 0; q < cnt; ++q) {
-            src[n] = s;
-            t[n++] = x[q];
-        }
+    raster_spike *all = source_spikes(sim, &n);
+    if (!all) return 1;
+    int64_t *src = malloc((size_t)(n > 0 ? n : 1) * sizeof *src);
+    double *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
+    int bad = 0;
+    if (!src || !t) bad = cli_error("out of memory for %lld spikes", (long long)n);
+    for (int64_t k = 0; k < n && !bad; ++k) {
+        src[k] = all[k].source;
+        t[k] = all[k].t;
     }
     if (!bad && ns_network_write_spikes(net, temp_path, n, src, t) != NS_OK)
         bad = cli_error("%s: %s", path, ns_last_error());
+    free(all);
     free(src);
     free(t);
     return bad;

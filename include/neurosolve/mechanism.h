@@ -44,7 +44,9 @@ extern "C" {
  *    all of a call's instances at once; ns_mech_desc.cuda_hooks: the BEFORE/AFTER
  *    blocks and a density mechanism's CONSTRUCTOR on the device. A library built
  *    for 3 to 6 still loads, without them (the gradients call vjp_* once per
- *    instance; a mechanism with hooks stays off the GPU). */
+ *    instance; a mechanism with hooks stays off the GPU). Appended later:
+ *    ns_mech_desc.cuda_errors and ns_mech_error.flag (whether the device code can
+ *    record an error; older libraries: it may, read after every interval). */
 #define NS_MECH_ABI_VERSION 7
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
@@ -264,6 +266,11 @@ typedef struct ns_mech_error {
     char mech[64];  /* the mechanism (SUFFIX or POINT_PROCESS name) */
     char file[128]; /* the .mod file */
     char msg[256];  /* what it said */
+    /* ABI 7 (appended): device memory, NULL, or the GPU loop's one-word "any error" of the
+     * records it reads together; the device's error (a library whose descriptor says
+     * NS_MECH_CUDA_ERRORS_FLAGGED) sets it to 1 after the record, so that the loop reads one
+     * word after an interval and the records only when it is set */
+    int *flag;
 } ns_mech_error;
 
 /* VERBATIM C's error context (ABI 5, an optional symbol): the calling thread's
@@ -594,7 +601,17 @@ typedef struct ns_mech_desc {
      * has no CUDA entry points: cuda_why_not) and a point process's
      * CONSTRUCTOR (likewise). */
     ns_mech_cuda_fn cuda_hooks[NS_MECH_N_HOOKS];
+    /* ABI 7 (appended after them): whether the CUDA entry points can record an error in
+     * ppack.error (NS_MECH_CUDA_ERRORS_*, below); the GPU loop gives a mechanism that cannot
+     * no error record and reads nothing for it */
+    int cuda_errors;
 } ns_mech_desc;
+
+/* ns_mech_desc.cuda_errors. UNKNOWN (0, a library built before the field or a descriptor that
+ * does not say): may record one, without setting ns_mech_error.flag (the loop reads its record
+ * after every interval). NONE: the device code cannot (no device C calls hoc_execerror,
+ * hoc_execerr_ext, exit or abort). FLAGGED: it may, and sets ns_mech_error.flag with it. */
+enum { NS_MECH_CUDA_ERRORS_UNKNOWN = 0, NS_MECH_CUDA_ERRORS_NONE = 1, NS_MECH_CUDA_ERRORS_FLAGGED = 2 };
 
 enum {
     NS_MECH_EV_SEND = 1,  /* net_send (self events) */

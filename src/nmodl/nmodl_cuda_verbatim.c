@@ -49,6 +49,20 @@ static const char *const DEVICE_HELPERS[] = {
     "_threadargs_", "_threadargscomma_", "_threadargsproto_", "_threadargsprotocomma_", "_nt", "nrn_threads", "t",
     "dt", "celsius", "v", NULL};
 
+/* what records an error on the device (nmodl_verbatim.h's nsv_dev_error; hoc_warning only prints) */
+static const char *const FAILS[] = {"hoc_execerror", "hoc_execerr_ext", "exit", "abort", NULL};
+static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+/* whether C text c names one of FAILS anywhere (preprocessor lines too; a comment may say so
+ * needlessly: the loop then reads a word it need not) */
+static int mentions_fail(const char *c) {
+    for (int i = 0; FAILS[i]; i++) {
+        const size_t n = strlen(FAILS[i]);
+        for (const char *q = c; (q = strstr(q, FAILS[i])) != NULL; q += n)
+            if ((q == c || !ident_char(q[-1])) && !ident_char(q[n])) return 1;
+    }
+    return 0;
+}
+
 typedef struct names {
     const char **s;
     size_t *n;
@@ -128,8 +142,7 @@ static const char *cname(const nm_cident *id, char *buf, size_t n) {
 static const char *not_on_device(dcheck *dc, const nm_cident *id) {
     const struct ns_nmodl *m = dc->m;
     if (id->member || in_list(id, C_WORDS) || in_list(id, C_MATH) || in_list(id, DEVICE_HELPERS)) return NULL;
-    static const char *const ERRORS[] = {"hoc_execerror", "hoc_execerr_ext", "hoc_warning", "exit", "abort", NULL};
-    if (in_list(id, ERRORS)) /* the ppack's error (one per mechanism), read at each interval's end */
+    if (in_list(id, FAILS) || is(id, "hoc_warning")) /* the ppack's error, read after each interval */
         return dc->top || dc->own_p ? "needs the entry point's ppack p (C outside the blocks, or C that declares "
                                       "its own p)"
                                     : NULL;
@@ -167,6 +180,7 @@ static int check_c_in(dcheck *dc, const st *s, size_t from, size_t to) {
     dc->own_p = names_has(&dc->declared, &p1);
     for (int i = 0; dc->m->verbatim_top && i < dc->m->verbatim_top->n; i++) /* the file's #define's */
         if (collect_defines(&dc->declared, dc->m->verbatim_top->s[i]->name)) return -1;
+    dc->m->cuda_may_fail |= mentions_fail(s->name); /* C the device runs: ns_mech_desc.cuda_errors */
     nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
     nm_cident id;
     while (nm_cscan_next(&sc, &id) && (size_t)(id.s - s->name) < to) {
@@ -246,6 +260,7 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
         nm_cscan sc = {c, 0, 0, 0, 0, 1};
         nm_cident id;
         char nm[128];
+        m->cuda_may_fail |= mentions_fail(c); /* a #define's body, say, may reach device C */
         while (nm_cscan_next(&sc, &id))
             if (!id.member && id.call && id.depth == 0 && !in_list(&id, C_WORDS) && !in_list(&id, C_MATH) &&
                 !in_list(&id, DEVICE_HELPERS) && !nm_find_block(m, cname(&id, nm, sizeof nm)) &&

@@ -181,12 +181,13 @@ void nm_emit_desc(gen *g, const char *why) {
         for (int h = 0; h < NS_MECH_N_HOOKS; h++)
             if (nm_hook_on_device(m, h)) nm_put(g->b, "%snsm_%s_cuda_hook%d", h ? ", " : "", n, h);
             else nm_put(g->b, "%sNULL", h ? ", " : "");
-        nm_put(g->b, "}\n#else\n");
+        nm_put(g->b, "},\n#else\n");
     }
     nm_put(g->b, "    {");
     for (int h = 0; h < NS_MECH_N_HOOKS; h++) nm_put(g->b, "%sNULL", h ? ", " : "");
-    nm_put(g->b, dev_hooks ? "}\n#endif\n" : "}\n");
-    nm_put(g->b, "};\n");
+    nm_put(g->b, dev_hooks ? "},\n#endif\n" : "},\n");
+    /* ABI 7: whether the device code can record an error (nmodl_cuda_verbatim.c) */
+    nm_put(g->b, "    %s\n};\n", m->cuda_may_fail ? "NS_MECH_CUDA_ERRORS_FLAGGED" : "NS_MECH_CUDA_ERRORS_NONE");
 }
 
 void nm_emit_cuda(gen *g) {

@@ -225,6 +225,7 @@ struct ns_nmodl {
     int verbatim;        /* the file has VERBATIM C (nmodl_verbatim.c) */
     char verbatim_gpu_why[400]; /* "FILE:LINE: ...": the VERBATIM C that keeps it off the GPU ("": none;
                                    nmodl_cuda_verbatim.c) */
+    int cuda_may_fail;   /* device C calls hoc_execerror, hoc_execerr_ext, exit or abort (ns_mech_desc.cuda_errors) */
     int threadsafe;      /* the NEURON block says THREADSAFE */
     const char *thread_unsafe; /* NULL, or FILE:LINE and why not (static C state; nm_verbatim_check) */
     char **pointers;     /* POINTER names in declaration order (BBCOREPOINTER's stay ASSIGNED fields) */

@@ -410,6 +410,7 @@ static __host__ __device__ inline void nsv_dev_error(const ns_mech_ppack *pp, co
     nsv_dev_copy(e->msg, (int)sizeof e->msg, a, b);
     __threadfence();
     atomicExch(&e->set, 1);
+    if (e->flag) atomicExch(e->flag, 1); /* the loop's "any error" word (NS_MECH_CUDA_ERRORS_FLAGGED) */
 #else
     (void)pp, (void)file, (void)line, (void)a, (void)b;
 #endif

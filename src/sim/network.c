@@ -31,6 +31,17 @@ static ns_status check_synapse(const sim_net *net, const char *fn, int64_t synap
     return NS_OK;
 }
 
+/* The network of sim, its synapse `synapse` and that one's descriptor; fn: the call, for the errors. */
+static ns_status synapse_of(ns_sim_t *sim, const char *fn, int64_t synapse, sim_net **net, net_syn **s,
+                            const ns_mech_desc **d) {
+    ns_status st = net_of(sim, fn, net);
+    if (st == NS_OK) st = check_synapse(*net, fn, synapse);
+    if (st != NS_OK) return st;
+    *s = &(*net)->syns[synapse];
+    *d = sim->model->descs[(*s)->desc];
+    return NS_OK;
+}
+
 /* names[0 .. n) into list as "a, b, c" (while the next one surely fits); returns its length. */
 static size_t name_list(char *list, size_t size, const char *const *names, int n) {
     size_t used = 0;
@@ -94,11 +105,10 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
     const char *fn = "ns_sim_synapse_set";
     if (sim && sim->dist) return ns_dist_sim_synapse_set(sim->dist, synapse, name, value);
     sim_net *net = NULL;
-    ns_status st = net_of(sim, fn, &net);
+    net_syn *s = NULL;
+    const ns_mech_desc *d = NULL;
+    const ns_status st = synapse_of(sim, fn, synapse, &net, &s, &d);
     if (st != NS_OK) return st;
-    if ((st = check_synapse(net, fn, synapse)) != NS_OK) return st;
-    const net_syn *s = &net->syns[synapse];
-    const ns_mech_desc *d = sim->model->descs[s->desc];
     if (!name) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: name is NULL", fn);
     for (int p = 0; p < d->n_params; ++p)
         if (strcmp(d->field_names[p], name) == 0) {
@@ -145,12 +155,11 @@ ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer
     const char *fn = "ns_sim_set_pointer";
     if (sim && sim->dist) return ns_dist_sim_refuse(fn);
     sim_net *net = NULL;
-    ns_status st = net_of(sim, fn, &net);
+    net_syn *s = NULL;
+    const ns_mech_desc *d = NULL;
+    ns_status st = synapse_of(sim, fn, synapse, &net, &s, &d);
     if (st != NS_OK) return st;
-    if ((st = check_synapse(net, fn, synapse)) != NS_OK) return st;
     if (!pointer || !var) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: pointer or var is NULL", fn);
-    net_syn *s = &net->syns[synapse];
-    const ns_mech_desc *d = sim->model->descs[s->desc];
     int k = -1;
     for (int q = 0; q < d->n_pointers; ++q)
         if (strcmp(d->pointer_names[q], pointer) == 0) k = q;

@@ -44,6 +44,22 @@ int ns_sim_gpu_mechanisms_rule(const ns_sim_mech_facts *f) {
     return f->requested == NS_SIM_GPU_MECHANISMS_FUSED ? -1 : NS_SIM_GPU_MECHANISMS_PER_STEP;
 }
 
+/* Two passes: the records of the mechanisms that may fail without setting the flag, then of those
+ * that set it, each in the mechanisms' order. */
+int32_t ns_sim_gpu_error_slots(const int *cuda_errors, int32_t n, int32_t *slot, int32_t *unflagged) {
+    int32_t records = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) *unflagged = records;
+        for (int32_t k = 0; k < n; ++k) {
+            const int c = cuda_errors[k];
+            if (pass == 0) slot[k] = -1;
+            if (c == NS_MECH_CUDA_ERRORS_NONE || (c == NS_MECH_CUDA_ERRORS_FLAGGED) != (pass == 1)) continue;
+            slot[k] = records++;
+        }
+    }
+    return records;
+}
+
 /* The per-step path (sim/cuda/library_fused.h): a library's density
  * mechanisms in its fused launches (mechanism ABI 6, one launch per phase
  * for all of them) where per step is asked for; `auto` keeps one launch per

@@ -87,6 +87,16 @@ int ns_sim_library_fused_rule(int requested, int32_t members, int one_library);
 #define NS_SIM_STEP_GRAPH_MIN_STEPS 8
 int ns_sim_step_graph_rule(int requested, int network, int time_free, int64_t steps);
 
+/* The GPU loop's error channel of n mechanisms (a model's density mechanisms, or a network's
+ * point types; docs/mechanisms.md, "Errors in a mechanism"), from each one's
+ * ns_mech_desc.cuda_errors (NS_MECH_CUDA_ERRORS_*): an error record for each that may record an
+ * error on the device, none for one that cannot (NONE: the loop reads nothing for it). The
+ * records of those that do not set the channel's one-word flag (UNKNOWN, or any other value: a
+ * library built before the field) come first, and the loop reads them with the flag after every
+ * interval; the FLAGGED ones' only when the flag is set. slot[k]: mechanism k's record, -1 none.
+ * Returns the number of records, *unflagged how many of them come first. */
+int32_t ns_sim_gpu_error_slots(const int *cuda_errors, int32_t n, int32_t *slot, int32_t *unflagged);
+
 /* Whether the onchip loop runs a model's mechanisms (the generated functions
  * of the built-in pas and hh inside its kernel, as the fused tree loop):
  * when the mechanisms rule fuses them (ns_sim_gpu_mechanisms_rule) and

@@ -306,7 +306,7 @@ int main(void) {
      * version's layout without derivatives (the junk in their place not read); 5: with its
      * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not
      * read); 6: with both, without the block products of 7 (NULL: the gradients call the
-     * per-instance ones) */
+     * per-instance ones); every one with cuda_errors UNKNOWN (0: may fail on the device) */
     if (tmpdir_make("ns_grad_jac")) return 1;
     check_fallback();
     for (int version = 3; version <= 6; ++version) {
@@ -324,7 +324,8 @@ int main(void) {
                 " .current = fn, .state = fn, .vjp_init = (vjp_fn)1, .vjp_current = (vjp_fn)1,"
                 " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\", .fused_index = 7,"
                 " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1,"
-                " .vjp_init_n = (vjpn_fn)1, .vjp_current_n = (vjpn_fn)1, .vjp_state_n = (vjpn_fn)1};\n"
+                " .vjp_init_n = (vjpn_fn)1, .vjp_current_n = (vjpn_fn)1, .vjp_state_n = (vjpn_fn)1,"
+                " .cuda_errors = NS_MECH_CUDA_ERRORS_NONE};\n"
                 "static const ns_mech_desc *const mechs[] = {&d};\n"
                 "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
@@ -342,6 +343,9 @@ int main(void) {
         const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
         CHECK_MSG(od && !od->vjp_init_n && !od->vjp_current_n && !od->vjp_state_n, "ABI %d: no block products",
                   version);
+        /* the junk NONE not read: its device code may fail (a record read every interval) */
+        CHECK_MSG(od && od->cuda_errors == NS_MECH_CUDA_ERRORS_UNKNOWN, "ABI %d: cuda_errors %d", version,
+                  od ? od->cuda_errors : -1);
         if (version == 6)
             CHECK_MSG(od && od->fused_index == 7 && od->vjp_state && od->cuda_fused_state, "ABI 6: its fused launches "
                       "and per-instance products kept");

@@ -124,5 +124,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     NULL, NULL,
     -1, NULL, NULL,
     NULL, NULL, NULL,
-    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    NS_MECH_CUDA_ERRORS_NONE
 };

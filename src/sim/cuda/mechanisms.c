@@ -23,6 +23,7 @@
 
 #include "sim/cuda/mechanisms_impl.h"
 #include "sim/cuda/library_fused.h"
+#include "sim/policy.h"
 #include "mech/builtin/builtin.h"
 #include "sim/network.h"
 #include "core/cuda_check.h"
@@ -32,6 +33,9 @@ void ns_gpu_model_clock(gpu_model *g, const double *t_current, const double *t_s
     g->t_dev[0] = t_current;
     g->t_dev[1] = t_state;
 }
+
+/* mechanism k's descriptor (ns_gpu_errors_create, ns_gpu_errors_read) */
+static const ns_mech_desc *density_desc(const gpu_model *g, int32_t k) { return g->model->mechs[k].desc; }
 
 int ns_gpu_model_time_free(const gpu_model *g) {
     for (int32_t k = 0; k < g->model->n_mechs; ++k) {
@@ -47,7 +51,7 @@ void ns_gpu_model_free(gpu_model *g) {
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
     free(g->m);
     free(g->constructed);
-    cudaFree(g->m_err);
+    ns_gpu_errors_free(&g->m_err);
     ns_gpu_libfused_free(g->lf);
     ns_gpu_points_free(g);
     cudaFree(g->ion);
@@ -129,9 +133,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
     g->constructed = calloc((size_t)(model->n_mechs > 0 ? model->n_mechs : 1), 1);
     ns_status st = NS_OK;
     if (!g->m || !g->constructed) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU mechanisms");
-    if (st == NS_OK && cudaMalloc((void **)&g->m_err, (size_t)(model->n_mechs > 0 ? model->n_mechs : 1) *
-                                                          sizeof *g->m_err) != cudaSuccess)
-        st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: GPU mechanisms' errors");
+    if (st == NS_OK) st = ns_gpu_errors_create(&g->m_err, g, model->n_mechs, density_desc);
     if (st == NS_OK && cudaMalloc((void **)&g->ion, (size_t)(5 * (model->n_ions > 0 ? model->n_ions : 1)) *
                                                          (size_t)g->nodes * sizeof(double)) != cudaSuccess)
         st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: the ions of %lld compartments", (long long)g->nodes);
@@ -223,7 +225,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         nodes_h = NULL;
         if (st != NS_OK) break;
         ppack_bind(gm, g, cnt, nodes_d, fptr_d, globals_d, table_d, ions_d, ftab_d);
-        gm->p.error = g->m_err + k;
+        gm->p.error = ns_gpu_errors_record(&g->m_err, k); /* NULL: its device code cannot fail */
         if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_fail(NS_ERR_UNSUPPORTED,
                          "simulation: mechanism %s has no CUDA code%s%s%s: build its library with `neurosolve "
@@ -266,28 +268,82 @@ static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm
     return NS_OK;
 }
 
-ns_status ns_gpu_device_errors(const gpu_model *g, const ns_mech_error *dev, int32_t n,
-                               const ns_mech_desc *(*desc)(const gpu_model *, int32_t), const char *when) {
-    if (!dev || n <= 0) return NS_OK;
-    ns_mech_error *e = malloc((size_t)n * sizeof *e);
-    if (!e) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU errors");
-    const cudaError_t c = cudaMemcpy(e, dev, (size_t)n * sizeof *e, cudaMemcpyDeviceToHost);
-    ns_status st = c == cudaSuccess ? NS_OK : ns_cuda_status(c, "simulation: GPU errors", __FILE__, __LINE__);
-    for (int32_t k = 0; st == NS_OK && k < n; ++k)
-        if (e[k].set) {
-            e[k].file[sizeof e[k].file - 1] = e[k].msg[sizeof e[k].msg - 1] = 0;
-            st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e[k].file, e[k].line, desc(g, k)->name,
-                         e[k].msg, when);
-        }
-    free(e);
-    return st;
+ns_status ns_gpu_errors_create(gpu_errors *e, const gpu_model *g, int32_t n,
+                               const ns_mech_desc *(*desc)(const gpu_model *, int32_t)) {
+    memset(e, 0, sizeof *e);
+    e->n_mechs = n;
+    int *kind = malloc((size_t)(n > 0 ? n : 1) * sizeof *kind);
+    e->slot = malloc((size_t)(n > 0 ? n : 1) * sizeof *e->slot);
+    if (!kind || !e->slot) {
+        free(kind);
+        ns_gpu_errors_free(e);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU errors");
+    }
+    for (int32_t k = 0; k < n; ++k) kind[k] = desc(g, k)->cuda_errors;
+    e->n_records = ns_sim_gpu_error_slots(kind, n, e->slot, &e->n_unflagged);
+    free(kind);
+    if (e->n_records == 0) return NS_OK; /* no mechanism can fail: nothing to read */
+    const size_t bytes = GPU_ERRORS_HEAD + (size_t)e->n_records * sizeof(ns_mech_error);
+    e->host = malloc(bytes);
+    const ns_status st = !e->host ? ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: GPU errors")
+                         : cudaMalloc((void **)&e->dev, bytes) != cudaSuccess
+                             ? ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: GPU errors of %d mechanisms", (int)e->n_records)
+                             : NS_OK;
+    if (st != NS_OK) {
+        e->dev = NULL;
+        ns_gpu_errors_free(e);
+        return st;
+    }
+    return ns_gpu_errors_reset(e);
 }
-static const ns_mech_desc *density_desc(const gpu_model *g, int32_t k) { return g->model->mechs[k].desc; }
+
+ns_mech_error *ns_gpu_errors_record(const gpu_errors *e, int32_t k) {
+    return e->slot[k] < 0 ? NULL : (ns_mech_error *)(void *)(e->dev + GPU_ERRORS_HEAD) + e->slot[k];
+}
+
+ns_status ns_gpu_errors_reset(gpu_errors *e) {
+    if (!e->dev) return NS_OK;
+    const size_t bytes = GPU_ERRORS_HEAD + (size_t)e->n_records * sizeof(ns_mech_error);
+    memset(e->host, 0, bytes);
+    ns_mech_error *rec = (ns_mech_error *)(void *)(e->host + GPU_ERRORS_HEAD);
+    for (int32_t r = 0; r < e->n_records; ++r) rec[r].flag = (int *)(void *)e->dev;
+    const cudaError_t c = cudaMemcpy(e->dev, e->host, bytes, cudaMemcpyHostToDevice);
+    return c == cudaSuccess ? NS_OK : ns_cuda_status(c, "simulation: GPU errors", __FILE__, __LINE__);
+}
+
+void ns_gpu_errors_free(gpu_errors *e) {
+    cudaFree(e->dev);
+    free(e->host);
+    free(e->slot);
+    memset(e, 0, sizeof *e);
+}
+
+ns_status ns_gpu_errors_read(gpu_errors *e, const gpu_model *g, const ns_mech_desc *(*desc)(const gpu_model *, int32_t),
+                             const char *when) {
+    if (!e->dev) return NS_OK;
+    const size_t rec = sizeof(ns_mech_error), first = GPU_ERRORS_HEAD + (size_t)e->n_unflagged * rec;
+    cudaError_t c = cudaMemcpy(e->host, e->dev, first, cudaMemcpyDeviceToHost);
+    int flag = 0;
+    if (c == cudaSuccess) memcpy(&flag, e->host, sizeof flag);
+    if (c == cudaSuccess && flag && e->n_records > e->n_unflagged) /* the flagged records only now */
+        c = cudaMemcpy(e->host + first, e->dev + first, (size_t)(e->n_records - e->n_unflagged) * rec,
+                       cudaMemcpyDeviceToHost);
+    if (c != cudaSuccess) return ns_cuda_status(c, "simulation: GPU errors", __FILE__, __LINE__);
+    ns_mech_error *r = (ns_mech_error *)(void *)(e->host + GPU_ERRORS_HEAD);
+    for (int32_t k = 0; k < e->n_mechs; ++k) {
+        const int32_t s = e->slot[k];
+        if (s < 0 || (s >= e->n_unflagged && !flag) || !r[s].set) continue;
+        r[s].file[sizeof r[s].file - 1] = r[s].msg[sizeof r[s].msg - 1] = 0;
+        return ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", r[s].file, r[s].line, desc(g, k)->name,
+                       r[s].msg, when);
+    }
+    return NS_OK;
+}
 
 ns_status ns_gpu_model_errors(gpu_model *g) {
     if (!g) return NS_OK;
-    const ns_status st = ns_gpu_device_errors(g, g->m_err, g->model->n_mechs, density_desc,
-                                              "on the GPU loop: the run stops at the end of the interval");
+    const ns_status st = ns_gpu_errors_read(&g->m_err, g, density_desc,
+                                            "on the GPU loop: the run stops at the end of the interval");
     g->m_err_seen |= st == NS_ERR_MECHANISM;
     return st;
 }
@@ -351,12 +407,12 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
     const sim_model *model = g->model;
     /* finitialize starts without an error (as the CPU loop's) */
     g->m_err_seen = 0;
-    NS_CUDA_TRY(cudaMemset(g->m_err, 0, (size_t)(model->n_mechs > 0 ? model->n_mechs : 1) * sizeof *g->m_err));
+    ns_status st = ns_gpu_errors_reset(&g->m_err);
+    if (st != NS_OK) return st;
     /* ions from the model's values, per cell */
     const size_t z = (size_t)g->nodes;
     double *h = malloc(5 * z * sizeof *h);
     if (!h) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: ion values");
-    ns_status st = NS_OK;
     for (int32_t j = 0; j < model->n_ions && st == NS_OK; ++j) {
         for (int64_t c = 0; c < cells; ++c) {
             const int32_t s = sim->cell_shape[cell_id[c]];
@@ -461,7 +517,7 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
     if (st == NS_OK) st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_STEP, 0.0, 1, 0, stream);
     if (st == NS_OK && cudaStreamSynchronize(stream) != cudaSuccess) st = ns_fail(NS_ERR_CUDA, "simulation: INITIAL");
     cudaFree(scratch);
-    if (st == NS_OK) st = ns_gpu_device_errors(g, g->m_err, model->n_mechs, density_desc, "at finitialize");
+    if (st == NS_OK) st = ns_gpu_errors_read(&g->m_err, g, density_desc, "at finitialize");
     return st;
 }
 

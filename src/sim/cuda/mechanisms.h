@@ -80,10 +80,11 @@ int ns_gpu_model_point_self(const gpu_model *g, int32_t slot);
 /* The first error of the point types' device events (net_send, net_move,
  * net_event as NEURON refuses them, a full slot or spike buffer), naming the
  * mechanism, instance and time. */
-ns_status ns_gpu_model_events_check(const gpu_model *g);
+ns_status ns_gpu_model_events_check(gpu_model *g);
 /* The first error that a density mechanism's VERBATIM C recorded on the device since finitialize
- * (hoc_execerror, exit, abort), in type order, as the CPU loop words it (NS_ERR_MECHANISM); and
- * whether one was read (the run then stops until ns_sim_init). */
+ * (hoc_execerror, exit, abort), in type order, as the CPU loop words it (NS_ERR_MECHANISM): no copy
+ * where none of them can fail, else one of the flag (ns_gpu_errors_read); and whether one was read
+ * (the run then stops until ns_sim_init). */
 ns_status ns_gpu_model_errors(gpu_model *g);
 int ns_gpu_model_error_seen(const gpu_model *g);
 

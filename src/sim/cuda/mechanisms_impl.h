@@ -28,6 +28,19 @@ static inline ns_status host_hooks_refused(const ns_mech_desc *d) {
                    d->name, d->abi_version);
 }
 
+/* The device errors of n mechanisms (a model's density mechanisms, or a network's point types;
+ * ns_mech_ppack.error): records only for those that may record one (ns_sim_gpu_error_slots),
+ * after a one-word flag that the FLAGGED ones set with their record, in one device allocation;
+ * host: the same bytes, where they are read (sim/cuda/mechanisms.c). Nothing where no mechanism
+ * can fail. */
+typedef struct gpu_errors {
+    int32_t n_mechs, n_records, n_unflagged; /* the unflagged records first: read with the flag */
+    int32_t *slot;       /* host: per mechanism its record, -1: none */
+    unsigned char *dev;  /* device: the flag (an int), then the records at GPU_ERRORS_HEAD; NULL: none */
+    unsigned char *host; /* host: the same, read into */
+} gpu_errors;
+#define GPU_ERRORS_HEAD 16 /* [bytes] the flag and padding before the records */
+
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
@@ -42,7 +55,7 @@ struct gpu_model {
     double *v, *rhs, *d; /* the group's (device) */
     gpu_mech *m;
     unsigned char *constructed; /* per mechanism: its CONSTRUCTOR ran (the first finitialize) */
-    ns_mech_error *m_err;       /* device: per mechanism, its C's error (ns_mech_ppack.error: nsv_dev_error) */
+    gpu_errors m_err;           /* the mechanisms' device errors (ns_mech_ppack.error: nsv_dev_error) */
     int m_err_seen;             /* an error was read from m_err since finitialize */
     double *ion;            /* device: per ion j, e, ci, co, i, didv at [(5 * j + q) * nodes] */
     unsigned char *written; /* device: per ion j at [j * nodes]: e by Nernst there */
@@ -55,7 +68,7 @@ struct gpu_model {
     int32_t *pt_key;
     gpu_libfused *lf; /* the tree group's: the library's fused launches (sim/cuda/library_fused.h), or NULL */
     const double *t_dev[2]; /* not NULL: where the fused launches read t (current, state; ns_gpu_model_clock) */
-    ns_mech_error *pt_err; /* device: per point type, its C's error (ns_mech_ppack.error: nsv_dev_error) */
+    gpu_errors pt_err;     /* the point types' device errors (ns_mech_ppack.error: nsv_dev_error) */
 };
 
 static inline ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size_t bytes) {
@@ -105,11 +118,19 @@ static inline void ppack_bind(gpu_mech *gm, const gpu_model *g, int64_t cnt, int
     gm->p.diam = g->geom + g->nodes;
 }
 
-/* The first error that the VERBATIM C of n mechanisms recorded on the device (dev: one per
- * mechanism; hoc_execerror, exit, abort: nmodl_verbatim.h's nsv_dev_error), in type order, as the
- * CPU loop words it (desc(g, k): mechanism k's descriptor); when: where (sim/cuda/mechanisms.c) */
-ns_status ns_gpu_device_errors(const gpu_model *g, const ns_mech_error *dev, int32_t n,
-                               const ns_mech_desc *(*desc)(const gpu_model *, int32_t), const char *when);
+/* The error channel of n mechanisms whose descriptors desc(g, k) give: allocated once, with no
+ * error yet, and each mechanism's ppack.error bound to its record (NULL: none) by the caller
+ * through ns_gpu_errors_record; reset: no error again (finitialize); free: e zeroed. */
+ns_status ns_gpu_errors_create(gpu_errors *e, const gpu_model *g, int32_t n,
+                               const ns_mech_desc *(*desc)(const gpu_model *, int32_t));
+ns_mech_error *ns_gpu_errors_record(const gpu_errors *e, int32_t k);
+ns_status ns_gpu_errors_reset(gpu_errors *e);
+void ns_gpu_errors_free(gpu_errors *e);
+/* The first error that the VERBATIM C of the mechanisms recorded on the device (hoc_execerror,
+ * exit, abort: nmodl_verbatim.h's nsv_dev_error), in their order, as the CPU loop words it; when:
+ * where. One copy of the flag and the unflagged records; the rest only when the flag is set. */
+ns_status ns_gpu_errors_read(gpu_errors *e, const gpu_model *g, const ns_mech_desc *(*desc)(const gpu_model *, int32_t),
+                             const char *when);
 /* The BEFORE/AFTER blocks or CONSTRUCTOR h (ns_mech_desc.cuda_hooks) at time t: of the density
  * mechanisms in type order (Nernst after one that writes a concentration), as the CPU loop's
  * ns_model_block_hook, where `density`; then of the point types, as its ns_net_hook, where `points`

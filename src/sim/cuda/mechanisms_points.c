@@ -16,8 +16,7 @@ void ns_gpu_points_free(gpu_model *g) {
     free(g->pt);
     free(g->pt_desc);
     free(g->pt_key);
-    cudaFree(g->pt_err);
-    g->pt_err = NULL;
+    ns_gpu_errors_free(&g->pt_err);
     g->pt = NULL;
     g->pt_desc = NULL;
     g->pt_key = NULL;
@@ -110,15 +109,15 @@ int ns_gpu_model_point_self(const gpu_model *g, int32_t slot) {
     return (g->pt_desc[slot]->events & (NS_MECH_EV_SEND | NS_MECH_EV_WATCH)) != 0;
 }
 
-/* a point type's descriptor (ns_gpu_device_errors) */
+/* a point type's descriptor (ns_gpu_errors_create, ns_gpu_errors_read) */
 static const ns_mech_desc *point_desc(const gpu_model *g, int32_t k) { return g->pt_desc[k]; }
 
-/* The first error that a point type's VERBATIM C recorded on the device (ns_gpu_device_errors); when: where */
-static ns_status points_errors(const gpu_model *g, const char *when) {
-    return g ? ns_gpu_device_errors(g, g->pt_err, g->n_points, point_desc, when) : NS_OK;
+/* The first error that a point type's VERBATIM C recorded on the device (ns_gpu_errors_read); when: where */
+static ns_status points_errors(gpu_model *g, const char *when) {
+    return g ? ns_gpu_errors_read(&g->pt_err, g, point_desc, when) : NS_OK;
 }
 
-ns_status ns_gpu_model_events_check(const gpu_model *g) {
+ns_status ns_gpu_model_events_check(gpu_model *g) {
     const ns_status est = points_errors(g, "on the GPU loop: the run stops at the end of the interval");
     if (est != NS_OK) return est;
     for (int32_t k = 0; g && k < g->n_points; ++k) {
@@ -485,7 +484,6 @@ static ns_status point_type_build(const ns_sim_t *sim, gpu_model *g, int32_t t, 
     ppack_bind(gm, g, cnt, nodes_d, fptr_d, globals_d, table_d, ions_d, ftab_d);
     gm->p.weight = w_d;
     gm->p.pointer = (double *const *const *)ptr_d;
-    gm->p.error = g->pt_err + t;
     if (src_h) st = dev_events(gm, d, cnt, src_h);
     free(src_h);
     return st;
@@ -522,14 +520,12 @@ ns_status ns_gpu_model_points_build(const ns_sim_t *sim, gpu_model *g, const int
         g->pt_key = calloc((size_t)(n_types > 0 ? n_types : 1), sizeof *g->pt_key);
         if (!g->pt || !g->pt_desc || !g->pt_key) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: GPU synapses");
     }
-    if (st == NS_OK && n_types > 0) { /* the types' errors, none yet */
-        cudaError_t c = cudaMalloc((void **)&g->pt_err, (size_t)n_types * sizeof *g->pt_err);
-        if (c == cudaSuccess) c = cudaMemset(g->pt_err, 0, (size_t)n_types * sizeof *g->pt_err);
-        if (c != cudaSuccess) st = ns_cuda_status(c, "network: GPU errors", __FILE__, __LINE__);
-    }
     for (int32_t t = 0; t < n_types && st == NS_OK; ++t)
         st = point_type_build(sim, g, t, pairs[2 * t + 1], pairs[2 * t], cells, local, cell_id, cell_base, syn_slot,
                               syn_inst, stream);
+    /* the types' errors, none yet: records only for those whose device code can fail */
+    if (st == NS_OK) st = ns_gpu_errors_create(&g->pt_err, g, n_types, point_desc);
+    for (int32_t t = 0; t < n_types && st == NS_OK; ++t) g->pt[t].p.error = ns_gpu_errors_record(&g->pt_err, t);
     free(local);
     free(pairs);
     if (st == NS_OK) st = points_initial(sim, g, stream);
