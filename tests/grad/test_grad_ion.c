@@ -47,7 +47,7 @@ int main(void) {
     static const struct {
         const char *name;
         double rel_h;
-    } cases[] = {{"gamma_CaDynamics_E2", 1e-3}, {"decay_CaDynamics_E2", 1e-3}, {"gCa_HVAbar_Ca_HVA", 1e-3},
+    } cases[] = {{"gamma_CaDynamics_E2", 1e-3}, {"decay_CaDynamics_E2", 1e-2}, {"gCa_HVAbar_Ca_HVA", 1e-3},
                  {"gSK_E2bar_SK_E2", 1e-3},     {"initCai_CaDynamics_E2", 1e-2}, {"gCa_LVAstbar_Ca_LVAst", 1e-3},
                  {"minCai_CaDynamics_E2", 1e-2}};
     enum { N_CASES = (int)(sizeof cases / sizeof *cases) };
