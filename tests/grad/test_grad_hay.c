@@ -35,13 +35,10 @@ int main(void) {
     if (setup_init(&su, "l5pc_bbp_axon.swc", 100.0, 0.0, text, lib, STEPS) < 0) return check_summary("test_grad_hay");
     su.amp = 2.0;
     const variant base = {NULL, 100.0, 1.0, 1.0, -80.0};
-    static const struct {
-        const char *where, *name;
-        double rel_h;
-    } cases[] = {{"soma", "gCa_HVAbar_Ca_HVA", 1e-3},   {"soma", "gSK_E2bar_SK_E2", 1e-3},
-                 {"soma", "gamma_CaDynamics_E2", 1e-3}, {"soma", "gCa_LVAstbar_Ca_LVAst", 1e-3},
-                 {"soma", "gNaTa_tbar_NaTa_t", 1e-3},   {"axon", "gNaTa_tbar_NaTa_t", 1e-3},
-                 {"soma", "gSKv3_1bar_SKv3_1", 1e-3}};
+    static const fd_case cases[] = {{"soma", "gCa_HVAbar_Ca_HVA", 1e-3},   {"soma", "gSK_E2bar_SK_E2", 1e-3},
+                                    {"soma", "gamma_CaDynamics_E2", 1e-3}, {"soma", "gCa_LVAstbar_Ca_LVAst", 1e-3},
+                                    {"soma", "gNaTa_tbar_NaTa_t", 1e-3},   {"axon", "gNaTa_tbar_NaTa_t", 1e-3},
+                                    {"soma", "gSKv3_1bar_SKv3_1", 1e-3}};
     enum { N_CASES = (int)(sizeof cases / sizeof *cases) };
     ns_sim_model_t *m = NULL;
     ns_sim_t *sim = make_sim(&su, su.cell, 1, &base, &m);
@@ -57,17 +54,7 @@ int main(void) {
     for (int64_t q = 0; q < su.samples; ++q) vmax = fmax(vmax, tr[3 * q]);
     printf("  the soma's highest v: %.3f mV\n", vmax);
     CHECK_MSG(check_rel(L, sim_loss(&su, su.cell, &base)) <= 1e-12, "loss %.17g vs the simulation's", L);
-    for (int k = 0; g && k < N_CASES; ++k) {
-        double value = 0.0;
-        CHECK_OK(ns_grad_get_param(g, k, &value));
-        const double fd = central_difference(&su, &base, cases[k].where, cases[k].name, value,
-                                             cases[k].rel_h * fabs(value));
-        const double err = check_rel(grad[k], fd);
-        printf("  %-5s %-24s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].where,
-               cases[k].name, grad[k], fd, err);
-        CHECK_MSG(err <= 1e-6, "%s at %s: adjoint %.12g vs central differences %.12g (relative %.3g)", cases[k].name,
-                  cases[k].where, grad[k], fd, err);
-    }
+    check_against_fd(&su, &base, g, cases, N_CASES, grad, 1e-6);
     ns_grad_destroy(g);
     ns_sim_destroy(sim);
     ns_sim_model_destroy(m);

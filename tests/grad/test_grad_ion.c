@@ -44,19 +44,17 @@ int main(void) {
     if (setup_init(&su, "ca1_ko20x-07.swc", 100.0, 0.0, CELL, lib, STEPS) < 0) return check_summary("test_grad_ion");
     su.amp = 3.0;
     const variant base = {NULL, 100.0, 1.0, 1.0, -70.0};
-    static const struct {
-        const char *name;
-        double rel_h;
-    } cases[] = {{"gamma_CaDynamics_E2", 1e-3}, {"decay_CaDynamics_E2", 1e-2}, {"gCa_HVAbar_Ca_HVA", 1e-3},
-                 {"gSK_E2bar_SK_E2", 1e-3},     {"initCai_CaDynamics_E2", 1e-2}, {"gCa_LVAstbar_Ca_LVAst", 1e-3},
-                 {"minCai_CaDynamics_E2", 1e-2}};
+    static const fd_case cases[] = {{"soma", "gamma_CaDynamics_E2", 1e-3},   {"soma", "decay_CaDynamics_E2", 1e-2},
+                                    {"soma", "gCa_HVAbar_Ca_HVA", 1e-3},     {"soma", "gSK_E2bar_SK_E2", 1e-3},
+                                    {"soma", "initCai_CaDynamics_E2", 1e-2}, {"soma", "gCa_LVAstbar_Ca_LVAst", 1e-3},
+                                    {"soma", "minCai_CaDynamics_E2", 1e-2}};
     enum { N_CASES = (int)(sizeof cases / sizeof *cases) };
     ns_sim_model_t *m = NULL;
     ns_sim_t *sim = make_sim(&su, su.cell, 1, &base, &m);
     add_io(sim, &su, 1);
     ns_grad_t *g = NULL;
     CHECK_OK(ns_grad_create(sim, NULL, &g));
-    for (int k = 0; g && k < N_CASES; ++k) CHECK_OK(ns_grad_add_param(g, 0, "soma", cases[k].name, NULL));
+    for (int k = 0; g && k < N_CASES; ++k) CHECK_OK(ns_grad_add_param(g, 0, cases[k].where, cases[k].name, NULL));
     double grad[N_CASES], L = 0.0;
     double *tr = calloc((size_t)su.samples * 3, sizeof *tr);
     ns_grad_loss loss = {su.target, su.weight, NULL};
@@ -65,23 +63,14 @@ int main(void) {
     for (int64_t q = 0; q < su.samples; ++q) vmax = fmax(vmax, tr[3 * q]);
     CHECK_MSG(vmax > 0.0, "the soma spikes in the run (max v %.3g mV)", vmax);
     CHECK_MSG(check_rel(L, sim_loss(&su, su.cell, &base)) <= 1e-12, "loss %.17g vs the simulation's", L);
-    for (int k = 0; g && k < N_CASES; ++k) {
-        double value = 0.0;
-        CHECK_OK(ns_grad_get_param(g, k, &value));
-        const double fd = central_difference(&su, &base, "soma", cases[k].name, value, cases[k].rel_h * fabs(value));
-        const double err = check_rel(grad[k], fd);
-        printf("  soma  %-24s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].name, grad[k], fd,
-               err);
-        CHECK_MSG(err <= 1e-6, "%s: adjoint %.12g vs central differences %.12g (relative %.3g)", cases[k].name, grad[k],
-                  fd, err);
-    }
+    check_against_fd(&su, &base, g, cases, N_CASES, grad, 1e-6);
     /* checkpoints every 7 steps (the ions recomputed from them) and 2 threads over 2 cells: the same bits */
     ns_grad_options o;
     ns_grad_options_init(&o);
     o.checkpoint_every = 7;
     ns_grad_t *g7 = NULL;
     CHECK_OK(ns_grad_create(sim, &o, &g7));
-    for (int k = 0; g7 && k < N_CASES; ++k) CHECK_OK(ns_grad_add_param(g7, 0, "soma", cases[k].name, NULL));
+    for (int k = 0; g7 && k < N_CASES; ++k) CHECK_OK(ns_grad_add_param(g7, 0, cases[k].where, cases[k].name, NULL));
     double grad7[N_CASES], L7 = 0.0;
     CHECK_OK(ns_grad_run(g7, STEPS, &loss, &L7, grad7, NULL));
     CHECK_MSG(L7 == L && !memcmp(grad7, grad, sizeof grad), "checkpoints every 7 steps: the same bits");
