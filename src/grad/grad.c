@@ -278,12 +278,15 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
     double *lg = gc->lglob + g->goff[k];
     if (lion) gion_out(g->ion, k, phase, ni, node, gc->n, l_out, lion);
     if (vjpn) {
-        double *lgi = gc->jac; /* the GLOBALs' and ions' per instance (room: their rows of the most instances) */
-        memset(lgi, 0, (size_t)(ng + 4 * d->n_ions) * (size_t)ni * sizeof *lgi);
+        /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
+         * rows of a mechanism without live ions are scratch, never read */
+        double *lgi = gc->jac;
+        const int live = lion && gion_uses(g->ion, k);
+        memset(lgi, 0, (size_t)(ng + (live ? 4 * d->n_ions : 0)) * (size_t)ni * sizeof *lgi);
         vjpn(p, l_out, l_v, l_F, lgi);
         for (int q = 0; q < ng; ++q)
             for (int64_t i = 0; want[q] && i < ni; ++i) lg[q] += lgi[(int64_t)q * ni + i];
-        if (lion) gion_in(g->ion, g->model, k, ni, node, gc->n, l_F, lgi + (size_t)ng * (size_t)ni, lion);
+        if (live) gion_in(g->ion, g->model, k, ni, node, gc->n, l_F, lgi + (size_t)ng * (size_t)ni, lion);
         return;
     }
     for (int64_t i = 0; i < ni; ++i) {

@@ -78,6 +78,11 @@ void gion_free(gion *gi) {
 
 int32_t gion_live(const gion *gi) { return gi->n_live; }
 int gion_writer(const gion *gi, int32_t k) { return gi->mech[k].writes; }
+int gion_uses(const gion *gi, int32_t k) {
+    for (int jj = 0; jj < NS_SIM_MECH_IONS_MAX; ++jj)
+        if (gi->mech[k].live[jj] >= 0) return 1;
+    return 0;
+}
 
 ns_status gion_refuse(const gion *gi, const sim_model *model, int32_t k) {
     const ns_mech_desc *d = model->mechs[k].desc;

@@ -25,6 +25,8 @@ void gion_save(const gion *gi, const model_block *b, int32_t n, double *dst);
 void gion_load(const gion *gi, model_block *b, int32_t n, const double *src);
 /* mechanism k writes a live ion's concentration (its state() and INITIAL store it) */
 int gion_writer(const gion *gi, int32_t k);
+/* mechanism k uses a live ion */
+int gion_uses(const gion *gi, int32_t k);
 
 /* Before mechanism k's product for `phase` (0 INITIAL, 1 current(), 2 state()): the
  * ion values the phase writes take their adjoints into its outputs' (lo: rows of
