@@ -64,7 +64,7 @@ int main(void) {
     CHECK_MSG(vmax > 0.0, "the soma spikes in the run (max v %.3g mV)", vmax);
     CHECK_MSG(check_rel(L, sim_loss(&su, su.cell, &base)) <= 1e-12, "loss %.17g vs the simulation's", L);
     check_against_fd(&su, &base, g, cases, N_CASES, grad, 1e-6);
-    /* checkpoints every 7 steps (the ions recomputed from them) and 2 threads over 2 cells: the same bits */
+    /* checkpoints every 7 steps (the ions recomputed from them): the same bits */
     ns_grad_options o;
     ns_grad_options_init(&o);
     o.checkpoint_every = 7;
@@ -76,6 +76,29 @@ int main(void) {
     CHECK_MSG(L7 == L && !memcmp(grad7, grad, sizeof grad), "checkpoints every 7 steps: the same bits");
     ns_grad_destroy(g7);
     ns_grad_destroy(g);
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(m);
+    /* two cells (their own clamps) on one and two threads, a dL/dy loss: the same bits */
+    sim = make_sim(&su, su.cell, 2, &base, &m);
+    add_io(sim, &su, 2);
+    const size_t n_y = (size_t)su.samples * 6;
+    double *dldy = malloc(n_y * sizeof *dldy), gt[2][2 * N_CASES], Lt[2] = {0.0, 0.0};
+    for (size_t q = 0; q < n_y; ++q) dldy[q] = cos(0.01 * (double)q);
+    ns_grad_loss dl = {NULL, NULL, dldy};
+    for (int th = 1; th <= 2; ++th) {
+        o.checkpoint_every = 0;
+        o.threads = th;
+        ns_grad_t *gb = NULL;
+        CHECK_OK(ns_grad_create(sim, &o, &gb));
+        for (int c = 0; gb && c < 2; ++c)
+            for (int k = 0; k < N_CASES; ++k) CHECK_OK(ns_grad_add_param(gb, c, cases[k].where, cases[k].name, NULL));
+        memset(gt[th - 1], 0, sizeof gt[th - 1]);
+        CHECK_OK(ns_grad_run(gb, STEPS, &dl, &Lt[th - 1], gt[th - 1], NULL));
+        ns_grad_destroy(gb);
+    }
+    CHECK_MSG(Lt[0] == Lt[1] && !memcmp(gt[0], gt[1], sizeof gt[0]), "two cells on 1 and 2 threads: the same bits");
+    CHECK_MSG(gt[0][0] != 0.0 && gt[0][N_CASES] != gt[0][0], "the cells' gradients are their own");
+    free(dldy);
     ns_sim_destroy(sim);
     ns_sim_model_destroy(m);
 
