@@ -1,6 +1,7 @@
 /* Gradients by the discrete adjoint of the fixed step (docs/gradients.md).
  *
- * Per cell: the state S = (v, every field of every mechanism instance). One
+ * Per cell: the state S = (v, every field of every mechanism instance, the
+ * live ions' values: grad_ion.c). One
  * step S^n -> S^{n+1} is the CPU loop's (sim/cpu/step.c, the per-step path):
  * the mechanisms' current() in type order with the clamps, the capacitance
  * and axial constants on d, the axial terms on rhs, the Hines solve A x = r,

@@ -4,7 +4,9 @@
  * nsd_NAME {v, d[K]}: v computed by the same operations in the same order
  * as the forward code (so bit for bit the same), d its derivatives with
  * respect to the K inputs of an instance: v at its node, the instance's
- * fields, the GLOBALs. Each arithmetic operation and math call is an inline
+ * fields, the GLOBALs, the ion values it reads (ABI 8: 4 rows per USEION
+ * after the GLOBALs'; a field loaded from an ion stands for the ion's
+ * value). Each arithmetic operation and math call is an inline
  * function on duals; each FUNCTION and PROCEDURE gets a dual twin; a TABLE
  * lookup is differentiated as the interpolation it is (the table's entries
  * depend on celsius and DEPEND, constants here). One pass over a block gives
@@ -153,11 +155,6 @@ static void put_runtime(dx *d, int K) {
 }
 
 static int is_ion_input(const var *v) { return v->ion >= 0 && v->field < 0; }
-/* An ion input's row among the adjoints after the GLOBALs: 4 per USEION (e, ci, co, i), so that
- * the gradient knows each row's ion value without a table of its own (ABI 8) */
-static int ion_row(const var *v) {
-    return 4 * v->ion + (v->ion_what == 'e' ? 0 : v->ion_what == 'c' ? 1 : v->ion_what == 'o' ? 2 : 3);
-}
 static const char *ion_array(const var *v) {
     return v->ion_what == 'e' ? "e" : v->ion_what == 'i' ? "i" : v->ion_what == 'c' ? "ci" : "co";
 }
@@ -668,183 +665,6 @@ static int dderivative(dx *d, const block *bl, int method, int K) {
     return 0;
 }
 
-/* ---- which inputs a phase reads (its dual lanes) ----
- * An input (0: v, 1 + f: field f, 1 + n_fields + q: GLOBAL q) is read where
- * an expression names it before the phase has surely written it (called
- * FUNCTIONs and PROCEDUREs walked in place, an if's branches both); only
- * those get a lane, so K is the most any phase reads. */
-typedef struct rw {
-    const struct ns_nmodl *m;
-    unsigned char *read, *wrote; /* per input */
-    unsigned char *may;          /* per input: written on some path */
-    const char *local[256];      /* LOCALs and arguments in scope: not inputs */
-    int n_local, depth, n_in;
-    const block *owner;
-} rw;
-
-static int rw_input(const rw *a, const char *name) {
-    for (int i = a->n_local - 1; i >= 0; i--)
-        if (!strcmp(a->local[i], name)) return -1;
-    if (a->owner && a->owner->kind == B_FUNCTION && !strcmp(a->owner->name, name)) return -1;
-    const var *v = nm_find_var(a->m, name);
-    if (!v) return strcmp(name, "v") ? -1 : 0;
-    if (v->field >= 0) return 1 + v->field;
-    if (v->global >= 0) return 1 + a->m->n_fields + v->global;
-    if (is_ion_input(v)) return 1 + a->m->n_fields + a->m->n_globals + ion_row(v);
-    return -1;
-}
-static void rw_all(rw *a) {
-    memset(a->read, 1, (size_t)a->n_in);
-    memset(a->may, 1, (size_t)a->n_in);
-}
-static void rw_name(rw *a, const char *name) {
-    const int j = rw_input(a, name);
-    if (j >= 0 && !a->wrote[j]) a->read[j] = 1;
-}
-static void rw_list(rw *a, const stlist *l);
-static void rw_block(rw *a, const block *bl) {
-    if (a->depth > 16 || a->n_local + bl->n_args > 200) { /* deep or recursive: every input */
-        rw_all(a);
-        return;
-    }
-    const int base = a->n_local;
-    const block *owner = a->owner;
-    a->depth++;
-    for (int k = 0; k < bl->n_args; k++) a->local[a->n_local++] = bl->args[k];
-    a->owner = bl;
-    unsigned char *w = bl->table && bl->kind == B_PROCEDURE ? malloc((size_t)a->n_in) : NULL;
-    if (w) {
-        /* the lookup writes the tabulated names and reads only the argument (usetable is a
-         * switch: no derivative); the exact procedure reads what its body reads */
-        memcpy(w, a->wrote, (size_t)a->n_in);
-        rw_list(a, bl->body);
-        memcpy(a->wrote, w, (size_t)a->n_in);
-        free(w);
-        for (int k = 0; k < bl->table->n_names; k++) {
-            const int j = rw_input(a, bl->table->names[k]);
-            if (j >= 0) a->wrote[j] = a->may[j] = 1;
-        }
-    } else {
-        if (bl->table && bl->kind == B_PROCEDURE) rw_all(a); /* out of memory: every input */
-        rw_list(a, bl->body);
-    }
-    a->owner = owner;
-    a->n_local = base;
-    a->depth--;
-}
-static void rw_ex(rw *a, const ex *e) {
-    if (!e) return;
-    switch (e->kind) {
-    case EX_VAR: rw_name(a, e->text); rw_ex(a, e->a); return;
-    case EX_NEG:
-    case EX_NOT: rw_ex(a, e->a); return;
-    case EX_BIN: rw_ex(a, e->a); rw_ex(a, e->b); return;
-    case EX_CALL: {
-        for (int i = 0; i < e->n_args; i++) rw_ex(a, e->args[i]);
-        const block *bl = nm_find_block(a->m, e->text);
-        if (bl) rw_block(a, bl);
-        return;
-    }
-    default: return;
-    }
-}
-static void rw_st(rw *a, const st *s) {
-    switch (s->kind) {
-    case ST_ASSIGN: {
-        rw_ex(a, s->e);
-        const int j = rw_input(a, s->name);
-        if (j >= 0) a->wrote[j] = a->may[j] = 1;
-        return;
-    }
-    case ST_DERIV: {
-        rw_ex(a, s->e);
-        rw_name(a, s->name);
-        const int j = rw_input(a, s->name);
-        if (j >= 0) a->wrote[j] = a->may[j] = 1;
-        return;
-    }
-    case ST_CALL: rw_ex(a, s->e); return;
-    case ST_SOLVE: {
-        const block *bl = nm_find_block(a->m, s->name);
-        if (bl) rw_block(a, bl);
-        return;
-    }
-    case ST_IF:
-    case ST_WHILE:
-    case ST_FROM: {
-        rw_ex(a, s->e);
-        rw_ex(a, s->to);
-        unsigned char *w0 = malloc(2 * (size_t)a->n_in);
-        if (!w0) { rw_all(a); return; }
-        unsigned char *w1 = w0 + a->n_in;
-        memcpy(w0, a->wrote, (size_t)a->n_in);
-        const int pushed = s->kind == ST_FROM && a->n_local < 250;
-        if (pushed) a->local[a->n_local++] = s->name;
-        rw_list(a, s->then_);
-        if (pushed) a->n_local--;
-        memcpy(w1, a->wrote, (size_t)a->n_in);
-        memcpy(a->wrote, w0, (size_t)a->n_in);
-        if (s->kind == ST_IF && s->else_) {
-            rw_list(a, s->else_);
-            for (int j = 0; j < a->n_in; j++) a->wrote[j] = a->wrote[j] && w1[j];
-        }
-        free(w0);
-        return;
-    }
-    default: rw_all(a); return;
-    }
-}
-static void rw_list(rw *a, const stlist *l) {
-    const int base = a->n_local;
-    for (int i = 0; i < l->n_locals && a->n_local < 250; i++) a->local[a->n_local++] = l->locals[i];
-    for (int i = 0; i < l->n; i++) rw_st(a, l->s[i]);
-    a->n_local = base;
-}
-
-/* the inputs phase (0 init, 1 current, 2 state) reads into read, the fields it may write into
- * may (n_in each; wrote: room) */
-static void phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
-                        unsigned char *may, int n_in) {
-    rw a;
-    memset(&a, 0, sizeof a);
-    a.m = m;
-    a.read = read;
-    a.wrote = wrote;
-    a.may = may;
-    a.n_in = n_in;
-    memset(read, 0, (size_t)n_in);
-    memset(wrote, 0, (size_t)n_in);
-    memset(may, 0, (size_t)n_in);
-    read[0] = 1; /* v: the copies, current()'s v + .001, most blocks */
-    /* what the entry point sets before the blocks: v's copies and the START values; an ion
-     * variable the entry point loads into a field (a concentration, a READ ion variable the
-     * file writes) keeps the field's lane, which then stands for the ion's value */
-    for (int i = 0; i < m->n_vars; i++) {
-        const var *v = &m->vars[i];
-        if (v->field < 0) continue;
-        if ((v->copy_in && v->ion < 0) || (phase == 0 && v->cls == V_STATE && v->ion < 0))
-            wrote[1 + v->field] = may[1 + v->field] = 1;
-        if (v->copy_in || (v->ion >= 0 && (v->ion_what == 'c' || v->ion_what == 'o'))) may[1 + v->field] = 1;
-    }
-    if (phase == 0) {
-        if (m->initial) rw_list(&a, m->initial);
-    } else if (phase == 1) {
-        if (m->n_currents) {
-            for (int i = 0; i < m->breakpoint->n; i++)
-                if (m->breakpoint->s[i]->kind != ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
-            for (int k = 0; k < m->n_currents; k++) rw_name(&a, m->currents[k]);
-        }
-    } else if (!m->n_currents) {
-        rw_list(&a, m->breakpoint);
-    } else {
-        for (int i = 0; i < m->breakpoint->n; i++)
-            if (m->breakpoint->s[i]->kind == ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
-    }
-    /* a field written on some paths only passes its input through on the others */
-    for (int j = 1; j < 1 + m->n_fields; j++)
-        if (may[j] && !wrote[j]) read[j] = 1;
-}
-
 /* NEURON's per-instance copies into the fields (nmodl_gen.c's load_copies
  * and load_conc): v, READ ion variables the file writes, concentrations.
  * An ion value replaces the field's value and keeps its lane: the field's
@@ -883,7 +703,7 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
     for (int i = 0, k = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
         if (!is_ion_input(v)) continue;
-        const int j = 1 + nf + ng + ion_row(v);
+        const int j = 1 + nf + ng + nm_diff_ion_row(v);
         P("    nsd_%s Id%d_ = nsd_%s_c(p->ion[%d].%s[NSM_ION(%d)]), *I%d_ = &Id%d_;\n    (void)I%d_;\n", d->M, k, d->M,
           v->ion, ion_array(v), v->ion, k, k, k);
         if (lane[j] >= 0) P("    Id%d_.d[%d] = 1.0;\n", k, lane[j]);
@@ -1016,7 +836,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     int K[3];
     for (int ph = 0; ph < 3; ph++) {
-        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
+        nm_diff_phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
         int n = 0;
         /* -2: a field the phase never writes nor reads: out = in */
         for (int j = 0; j < n_in; j++)
@@ -1025,7 +845,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         /* the currents see an ion current's partial sum (the mechanisms before them): refused */
         for (int i = 0; ph == 1 && i < m->n_vars && !d->failed; i++) {
             const var *v = &m->vars[i];
-            if (is_ion_input(v) && v->ion_what == 'i' && rd[1 + nf + m->n_globals + ion_row(v)])
+            if (is_ion_input(v) && v->ion_what == 'i' && rd[1 + nf + m->n_globals + nm_diff_ion_row(v)])
                 dfail(d, v->line, "the ion current %s read by the BREAKPOINT's currents", v->name);
         }
     }
