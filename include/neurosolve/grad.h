@@ -48,10 +48,13 @@ typedef struct ns_grad_options {
 NS_API void ns_grad_options_init(ns_grad_options *options);
 
 /* A gradient handle for `sim` (a model simulation without a network: the
- * synapses' and events' derivatives come later). Mechanisms that write an
- * ion's concentration or reversal potential, read an ion's current, draw
- * random numbers or have POINTERs are refused (NS_ERR_UNSUPPORTED naming
- * the mechanism and what it does). options may be NULL (defaults). */
+ * synapses' and events' derivatives come later). The ions whose
+ * concentration a mechanism writes or whose current one reads are part of
+ * the differentiated state (docs/gradients.md, "Ions"). Mechanisms that
+ * write an ion's reversal potential, draw random numbers or have POINTERs
+ * are refused (NS_ERR_UNSUPPORTED naming the mechanism and what it does),
+ * and those of a library built for mechanism ABI 7 or before that use such
+ * an ion. options may be NULL (defaults). */
 NS_API ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns_grad_t **out);
 NS_API void ns_grad_destroy(ns_grad_t *grad);
 

@@ -44,10 +44,16 @@ extern "C" {
  *    all of a call's instances at once; ns_mech_desc.cuda_hooks: the BEFORE/AFTER
  *    blocks and a density mechanism's CONSTRUCTOR on the device. A library built
  *    for 3 to 6 still loads, without them (the gradients call vjp_* once per
- *    instance; a mechanism with hooks stays off the GPU). Appended later:
- *    ns_mech_desc.cuda_errors and ns_mech_error.flag (whether the device code can
- *    record an error; older libraries: it may, read after every interval). */
-#define NS_MECH_ABI_VERSION 7
+ *    instance; a mechanism with hooks stays off the GPU).
+ * 8: the derivatives' ion lanes: the vjp_* and vjp_*_n products add the adjoints
+ *    of the ion values an instance reads (ena, cai, ica, ...) after the GLOBALs'
+ *    (4 per USEION of desc->ions: e, ci, co, i), and a field the entry point
+ *    loads from an ion (cai of a concentration writer) takes the ion's adjoint
+ *    as its input's; ns_mech_desc.cuda_errors and ns_mech_error.flag (whether the
+ *    device code can record an error; older libraries: it may, read after every
+ *    interval). A library built for 3 to 7 still loads; the gradients refuse its
+ *    mechanisms where an ion's values change (docs/gradients.md). */
+#define NS_MECH_ABI_VERSION 8
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -266,7 +272,7 @@ typedef struct ns_mech_error {
     char mech[64];  /* the mechanism (SUFFIX or POINT_PROCESS name) */
     char file[128]; /* the .mod file */
     char msg[256];  /* what it said */
-    /* ABI 7 (appended): device memory, NULL, or the GPU loop's one-word "any error" of the
+    /* ABI 8 (appended): device memory, NULL, or the GPU loop's one-word "any error" of the
      * records it reads together; the device's error (a library whose descriptor says
      * NS_MECH_CUDA_ERRORS_FLAGGED) sets it to 1 after the record, so that the loop reads one
      * word after an interval and the records only when it is set */
@@ -552,12 +558,15 @@ typedef struct ns_mech_desc {
     /* Derivatives (ABI 5; the gradients, docs/gradients.md): the
      * vector-Jacobian products of instance `instance`'s INITIAL, current()
      * and state() as the host entry points compute them: l_in += J^T l_out,
-     * J the phase's Jacobian. Inputs (l_in, n_in = 1 + n_fields + n_globals):
-     * v at its node, the instance's fields, the GLOBALs; outputs (l_out,
+     * J the phase's Jacobian. Inputs (l_in, n_in = 1 + n_fields + n_globals
+     * + 4 n_ions): v at its node, the instance's fields, the GLOBALs, and
+     * (ABI 8) the ion values it reads that are no field, 4 per desc->ions
+     * (e, ci, co, i; a field loaded from an ion, cai of a concentration
+     * writer, stands for the ion's value as an input); outputs (l_out,
      * n_out): the fields after the phase (n_fields), and for current() then
      * its rhs and d contributions (n_fields + 2). p bound as for the phase
      * (v, t, dt, celsius, ions, a current table); nothing but l_in is
-     * written. Ion values read are constants here. NULL when the translator
+     * written. NULL when the translator
      * could not differentiate the mechanism: vjp_why_not says why (FILE:LINE
      * and the construct). */
     void (*vjp_init)(ns_mech_ppack *p, int instance, const double *l_out, double *l_in);
@@ -589,7 +598,8 @@ typedef struct ns_mech_desc {
      * row of p->n per output and input: output r of instance i at
      * l_out[r * p->n + i]; l_v per node, indexed as p->v (the instances of a
      * density mechanism's call sit at distinct nodes); l_fields n_fields rows
-     * and l_globals n_globals rows (each instance's share) of p->n. NULL
+     * and l_globals n_globals rows (each instance's share) of p->n, then
+     * (ABI 8) 4 n_ions rows of the ion values read, as in vjp_*. NULL
      * where vjp_* are, and in a library built for ABI 3 to 6. */
     void (*vjp_init_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
     void (*vjp_current_n)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
@@ -601,7 +611,7 @@ typedef struct ns_mech_desc {
      * has no CUDA entry points: cuda_why_not) and a point process's
      * CONSTRUCTOR (likewise). */
     ns_mech_cuda_fn cuda_hooks[NS_MECH_N_HOOKS];
-    /* ABI 7 (appended after them): whether the CUDA entry points can record an error in
+    /* ABI 8 (appended after them): whether the CUDA entry points can record an error in
      * ppack.error (NS_MECH_CUDA_ERRORS_*, below); the GPU loop gives a mechanism that cannot
      * no error record and reads nothing for it */
     int cuda_errors;

@@ -1,6 +1,7 @@
 /* Gradients by the discrete adjoint of the fixed step (docs/gradients.md).
  *
- * Per cell: the state S = (v, every field of every mechanism instance). One
+ * Per cell: the state S = (v, every field of every mechanism instance, the
+ * live ions' values: grad_ion.c). One
  * step S^n -> S^{n+1} is the CPU loop's (sim/cpu/step.c, the per-step path):
  * the mechanisms' current() in type order with the clamps, the capacitance
  * and axial constants on d, the axial terms on rhs, the Hines solve A x = r,
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "grad/grad_ion.h"
 #include "mech/blocks.h"
 #include "sim/sim_impl.h"
 #include "neurosolve/grad.h"
@@ -41,6 +43,8 @@ typedef struct gcell {
     int32_t shape, n;
     model_block *mb;
     int64_t S;           /* doubles of the state */
+    int64_t o_ion;       /* where its ion part starts (grad_ion.h): after the fields */
+    double *snap;        /* the ion parts before each mechanism's INITIAL or state() (n_mechs + 1) */
     double *a, *b, *cap; /* this cell's coefficients (Ra, cm applied) */
     double ra_scale;     /* a and b are the shape's times this */
     double v_init;
@@ -66,6 +70,7 @@ struct ns_grad {
     int32_t *goff;          /* mechanism k's GLOBALs at goff[k] of lglob and gwant */
     unsigned char *gwant;   /* a GLOBAL some cell's parameter names: its derivative is computed */
     size_t bytes;
+    gion *ion;              /* the live ions (grad_ion.c) */
 };
 
 void ns_grad_options_init(ns_grad_options *options) {
@@ -87,6 +92,7 @@ static void save_state(const ns_grad_t *g, const gcell *gc, double *S) {
         for (int f = 0; f < g->model->mechs[k].desc->n_fields; ++f, o += ni)
             memcpy(S + o, ns_model_block_field(gc->mb, k, f), (size_t)ni * sizeof *S);
     }
+    gion_save(g->ion, gc->mb, gc->n, S + gc->o_ion);
 }
 
 static void load_state(const ns_grad_t *g, gcell *gc, const double *S) {
@@ -97,6 +103,7 @@ static void load_state(const ns_grad_t *g, gcell *gc, const double *S) {
         for (int f = 0; f < g->model->mechs[k].desc->n_fields; ++f, o += ni)
             memcpy(ns_model_block_field_data(gc->mb, k, f), S + o, (size_t)ni * sizeof *S);
     }
+    gion_load(g->ion, gc->mb, gc->n, S + gc->o_ion);
 }
 
 /* mechanism k's fields from F (field-major, n_fields * instances) */
@@ -178,8 +185,10 @@ static int step(const ns_grad_t *g, gcell *gc, double t, double *tape, int last)
         bad |= !isfinite(gc->v[i]);
     }
     const double t1 = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
-    for (int32_t k = 0; k < g->model->n_mechs; ++k)
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
         ns_model_block_phase(g->model, gc->mb, k, 0, gc->v, t1, dt, g->sim->params.celsius);
+        ns_model_block_nernst(g->model, gc->mb, k, g->sim->params.celsius);
+    }
     return bad ? -1 : 0;
 }
 
@@ -200,9 +209,11 @@ static void pre_init_fields(const ns_grad_t *g, const gcell *gc, int32_t k, doub
 }
 
 /* finitialize with the parameters' values: v = v_init, the ions (the
- * model's block init), then each mechanism's fields before INITIAL and its
- * INITIAL in type order. F: room for a mechanism's fields. */
-static void initialize(const ns_grad_t *g, gcell *gc, double *F) {
+ * model's block init, its ions then restarted), then each mechanism's fields
+ * before INITIAL and its INITIAL in type order, Nernst after a concentration
+ * writer. F: room for a mechanism's fields; snap (or NULL): the ion parts
+ * before each INITIAL and after the last. */
+static void initialize(const ns_grad_t *g, gcell *gc, double *F, double *snap) {
     const ns_sim_t *sim = g->sim;
     for (int32_t i = 0; i < gc->n; ++i) gc->v[i] = gc->v_init;
     for (int32_t k = 0; k < g->model->n_mechs; ++k) {
@@ -214,13 +225,18 @@ static void initialize(const ns_grad_t *g, gcell *gc, double *F) {
             ns_model_block_globals(gc->mb, g->params[q].mech)[g->params[q].field] = g->params[q].value;
     ns_model_block_init(g->model, gc->mb, gc->shape, gc->n, 1, NULL, &gc->cell, gc->v, sim->params.dt,
                         sim->params.celsius);
+    ns_model_block_init_ions(g->model, gc->mb, gc->shape, gc->n, 1, NULL, sim->params.celsius);
+    const size_t ion_S = (size_t)(gc->S - gc->o_ion);
     for (int32_t k = 0; k < g->model->n_mechs; ++k) {
         const ns_mech_desc *d = g->model->mechs[k].desc;
         const int64_t ni = ns_model_block_instances(gc->mb, k);
+        if (snap) gion_save(g->ion, gc->mb, gc->n, snap + (size_t)k * ion_S);
         pre_init_fields(g, gc, k, F);
         put_fields(gc, k, d->n_fields, ni, F);
         ns_model_block_phase(g->model, gc->mb, k, 1, gc->v, 0.0, sim->params.dt, sim->params.celsius);
+        ns_model_block_nernst(g->model, gc->mb, k, sim->params.celsius);
     }
+    if (snap) gion_save(g->ion, gc->mb, gc->n, snap + (size_t)g->model->n_mechs * ion_S);
 }
 
 /* ---- mechanisms' vector-Jacobian products ---- */
@@ -237,12 +253,16 @@ enum { PH_INIT, PH_CURRENT, PH_STATE };
  * or 6 per instance (its outputs' adjoints gathered, its inputs' spread;
  * none where they are all zero). The two give the same bits. PH_INIT takes
  * v and the parameters as inputs (the rest are zeros before INITIAL: their
- * rows of l_F are not read). The block's fields are left at F's. */
+ * rows of l_F are not read). The block's fields are left at F's. With
+ * live ions, lion is the ion part's adjoints (grad_ion.h) and the block's
+ * ions hold the values the phase reads: the ion values it writes take
+ * their adjoints into l_out first, and those it reads get their lanes'. */
 static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double t, const double *v, const double *F,
-                     const double *l_out, double *l_v, double *l_F) {
+                     double *l_out, double *l_v, double *l_F, double *lion) {
     const ns_sim_t *sim = g->sim;
     const ns_mech_desc *d = g->model->mechs[k].desc;
-    const int nf = d->n_fields, ng = d->n_globals, n_out = nf + (phase == PH_CURRENT ? 2 : 0), n_in = 1 + nf + ng;
+    const int nf = d->n_fields, ng = d->n_globals, n_out = nf + (phase == PH_CURRENT ? 2 : 0);
+    const int n_in = 1 + nf + ng + 4 * d->n_ions; /* ABI 8's ion rows (a library built before writes none) */
     const int n_fin = phase == PH_INIT ? d->n_params : nf;
     const int64_t ni = ns_model_block_instances(gc->mb, k);
     if (ni == 0) return;
@@ -257,12 +277,17 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
     ns_mech_ppack *p = ns_model_block_bind(gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius);
     const unsigned char *want = g->gwant + g->goff[k];
     double *lg = gc->lglob + g->goff[k];
+    if (lion) gion_out(g->ion, k, phase, ni, node, gc->n, l_out, lion);
     if (vjpn) {
-        double *lgi = gc->jac; /* the GLOBALs' per instance (room: ng rows of the most instances) */
-        memset(lgi, 0, (size_t)ng * (size_t)ni * sizeof *lgi);
+        /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
+         * rows of a mechanism without live ions are scratch, never read */
+        double *lgi = gc->jac;
+        const int live = lion && gion_uses(g->ion, k);
+        memset(lgi, 0, (size_t)(ng + (live ? 4 * d->n_ions : 0)) * (size_t)ni * sizeof *lgi);
         vjpn(p, l_out, l_v, l_F, lgi);
         for (int q = 0; q < ng; ++q)
             for (int64_t i = 0; want[q] && i < ni; ++i) lg[q] += lgi[(int64_t)q * ni + i];
+        if (live) gion_in(g->ion, g->model, k, ni, node, gc->n, l_F, lgi + (size_t)ng * (size_t)ni, lion);
         return;
     }
     for (int64_t i = 0; i < ni; ++i) {
@@ -280,6 +305,39 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
 
 /* ---- the reverse step ---- */
 
+static int64_t field_off(const ns_grad_t *g, const gcell *gc, int32_t k) {
+    int64_t o = gc->n;
+    for (int32_t j = 0; j < k; ++j) o += n_fields_of(g, gc, j);
+    return o;
+}
+
+/* With live ions: the ion parts before each mechanism's state() and after
+ * the last (gc->snap), from the state after the currents Fc: the
+ * concentration writers' state() and Nernst run again, in type order. */
+static void state_ions(const ns_grad_t *g, gcell *gc, const double *Fc, double t1) {
+    const size_t ion_S = (size_t)(gc->S - gc->o_ion);
+    memcpy(gc->snap, Fc + gc->o_ion, ion_S * sizeof *gc->snap);
+    gion_load(g->ion, gc->mb, gc->n, Fc + gc->o_ion);
+    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
+        if (gion_writer(g->ion, k)) {
+            put_fields(gc, k, g->model->mechs[k].desc->n_fields, ns_model_block_instances(gc->mb, k),
+                       Fc + field_off(g, gc, k));
+            ns_model_block_phase(g->model, gc->mb, k, 0, gc->vn, t1, g->sim->params.dt, g->sim->params.celsius);
+            ns_model_block_nernst(g->model, gc->mb, k, g->sim->params.celsius);
+        }
+        gion_save(g->ion, gc->mb, gc->n, gc->snap + (size_t)(k + 1) * ion_S);
+    }
+}
+
+/* Before mechanism k's product (state() or INITIAL, in reverse type order):
+ * the transpose of the Nernst after it, and the block's ions as it read them */
+static void ions_before(const ns_grad_t *g, gcell *gc, int32_t k, double *lion) {
+    const size_t ion_S = (size_t)(gc->S - gc->o_ion);
+    gion_nernst_adj(g->ion, g->model, gc->mb, k, g->sim->params.celsius, gc->n, gc->snap + (size_t)(k + 1) * ion_S,
+                    lion);
+    gion_load(g->ion, gc->mb, gc->n, gc->snap + (size_t)k * ion_S);
+}
+
 /* From the tape T of step n (tape_of) at time t and the adjoint lS of
  * S^{n+1}: lS becomes that of S^n. */
 static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double t) {
@@ -290,14 +348,17 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double 
     const double dt = sim->params.dt, tm = ns_sim_half_step(t, dt), t1 = ns_sim_half_step(tm, dt);
     const double *S = T, *Fc = T + gc->S, *x = T + 2 * gc->S, *d = x + n;
     for (int32_t i = 0; i < n; ++i) gc->vn[i] = S[i] + x[i];
-    /* states: l(vn) and l(Fc) from l(S^{n+1}) */
+    /* states: l(vn) and l(Fc) from l(S^{n+1}); with live ions in reverse type order, the ions'
+     * adjoints (from lS's ion part) becoming those after the currents */
     double *lv = gc->lS; /* l(v^{n+1}), becomes l(vn) */
+    double *lion = gion_live(g->ion) ? gc->lS + gc->o_ion : NULL;
     memset(gc->lFc, 0, (size_t)gc->S * sizeof *gc->lFc);
-    int64_t o = n;
-    for (int32_t k = 0; k < model->n_mechs; ++k) {
-        const int64_t m = n_fields_of(g, gc, k);
-        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + o);
-        o += m;
+    if (lion) state_ions(g, gc, Fc, t1);
+    for (int32_t q = 0; q < model->n_mechs; ++q) {
+        const int32_t k = lion ? model->n_mechs - 1 - q : q;
+        const int64_t o = field_off(g, gc, k);
+        if (lion) ions_before(g, gc, k, lion);
+        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + o, lion);
     }
     /* the solve: A^T y = l(x) = l(vn); l(v^n) = l(vn) + the axial terms' */
     memcpy(gc->y, lv, (size_t)n * sizeof *gc->y);
@@ -317,9 +378,15 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double 
         lvn[i] -= ldv;
     }
     for (int32_t i = 0; i < n; ++i) gc->lcap[i] += ld[i];
-    /* the currents: outputs (fields, rhs, d) with adjoints (lFc, y, l(d)) */
+    /* the currents: outputs (fields, rhs, d) with adjoints (lFc, y, l(d)); the ions' adjoints
+     * pass through (they read e, ci, co of S^n and add to i, which the phase zeroed first) */
     memset(gc->lSn + n, 0, (size_t)(gc->S - n) * sizeof *gc->lSn);
-    o = n;
+    double *lion_n = lion ? gc->lSn + gc->o_ion : NULL;
+    if (lion) {
+        memcpy(lion_n, lion, (size_t)(gc->S - gc->o_ion) * sizeof *lion_n);
+        gion_load(g->ion, gc->mb, n, S + gc->o_ion);
+    }
+    int64_t o = n;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const int64_t ni = ns_model_block_instances(gc->mb, k), m = n_fields_of(g, gc, k);
         const int *node = ns_model_block_node_index(gc->mb, k);
@@ -329,9 +396,10 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double 
             lo[m + i] = gc->y[node[i]];
             lo[m + ni + i] = ld[node[i]];
         }
-        mech_vjp(g, gc, k, PH_CURRENT, tm, S, S + o, lo, lvn, gc->lSn + o);
+        mech_vjp(g, gc, k, PH_CURRENT, tm, S, S + o, lo, lvn, gc->lSn + o, lion_n);
         o += m;
     }
+    if (lion_n) gion_zero_i(g->ion, n, lion_n);
     double *sw = gc->lS;
     gc->lS = gc->lSn;
     gc->lSn = sw;
@@ -407,7 +475,7 @@ static double *ck_times(gcell *gc, const run_ctx *r) {
  * error is made on the calling thread, whose message the caller reads). */
 static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t c) {
     const double dt = g->sim->params.dt;
-    initialize(g, gc, gc->Fc);
+    initialize(g, gc, gc->Fc, NULL);
     record(g, gc, r, 0);
     double t = 0.0;
     /* one segment (every state kept): the forward pass writes its tape, and the reverse sweep
@@ -459,16 +527,18 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
         }
     }
     add_loss_adjoint(g, gc, r, 0);
-    /* finitialize: v = v_init, the fields from INITIAL (its inputs v and the parameters) */
-    initialize(g, gc, gc->Fc);
+    /* finitialize: v = v_init, the fields from INITIAL (its inputs v and the parameters; with
+     * live ions in reverse type order, through the ions and Nernst) */
+    double *lion = gion_live(g->ion) ? gc->lS + gc->o_ion : NULL;
+    initialize(g, gc, gc->Fc, lion ? gc->snap : NULL);
     double l_vnodes = 0.0;
     memset(gc->lSn, 0, (size_t)gc->S * sizeof *gc->lSn);
-    int64_t o = n;
-    for (int32_t k = 0; k < g->model->n_mechs; ++k) {
-        const int64_t m = n_fields_of(g, gc, k);
+    for (int32_t q = 0; q < g->model->n_mechs; ++q) {
+        const int32_t k = lion ? g->model->n_mechs - 1 - q : q;
+        const int64_t o = field_off(g, gc, k);
+        if (lion) ions_before(g, gc, k, lion);
         pre_init_fields(g, gc, k, gc->Fc + o);
-        mech_vjp(g, gc, k, PH_INIT, 0.0, gc->v, gc->Fc + o, gc->lS + o, gc->lSn, gc->lSn + o);
-        o += m;
+        mech_vjp(g, gc, k, PH_INIT, 0.0, gc->v, gc->Fc + o, gc->lS + o, gc->lSn, gc->lSn + o, lion);
     }
     for (int32_t i = 0; i < n; ++i) l_vnodes += gc->lS[i] + gc->lSn[i];
     gc->l_vinit = l_vnodes;
@@ -615,22 +685,6 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
 /* ---- the handle ---- */
 
 static ns_status refuse(const ns_mech_desc *d) {
-    for (int j = 0; j < d->n_ions; ++j) {
-        const unsigned f = d->ions[j].flags;
-        const char *nm = d->ions[j].name;
-        if (f & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO))
-            return ns_fail(NS_ERR_UNSUPPORTED,
-                           "gradient: mechanism %s writes the concentration %s%s: not differentiable yet "
-                           "(docs/gradients.md)", d->name, nm, (f & NS_MECH_ION_WRITE_CI) ? "i" : "o");
-        if (f & NS_MECH_ION_WRITE_E)
-            return ns_fail(NS_ERR_UNSUPPORTED,
-                           "gradient: mechanism %s writes the reversal potential e%s: not differentiable yet "
-                           "(docs/gradients.md)", d->name, nm);
-        if (f & NS_MECH_ION_READ_I)
-            return ns_fail(NS_ERR_UNSUPPORTED,
-                           "gradient: mechanism %s reads the ion current i%s: not differentiable yet "
-                           "(docs/gradients.md)", d->name, nm);
-    }
     if (d->has_random)
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s draws random numbers: not differentiable",
                        d->name);
@@ -651,7 +705,9 @@ void ns_grad_destroy(ns_grad_t *g) {
         free(gc->stims);
         free(gc->a);
         free(gc->lglob);
+        free(gc->snap);
     }
+    gion_free(g->ion);
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
     free(g->params);
     free(g->goff);
@@ -674,12 +730,18 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
     if (options && (options->checkpoint_every < 0 || options->threads < 0))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_create: checkpoint_every = %lld and threads = %d must be >= 0",
                        (long long)options->checkpoint_every, options->threads);
-    for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
-        ns_status e = refuse(sim->model->mechs[k].desc);
-        if (e) return e;
-    }
     ns_grad_t *g = calloc(1, sizeof *g);
     if (!g) return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: handle");
+    ns_status e = gion_create(sim->model, &g->ion);
+    for (int32_t k = 0; e == NS_OK && k < sim->model->n_mechs; ++k) {
+        e = refuse(sim->model->mechs[k].desc);
+        if (e == NS_OK) e = gion_refuse(g->ion, sim->model, k);
+    }
+    if (e) {
+        gion_free(g->ion);
+        free(g);
+        return e;
+    }
     g->sim = sim;
     g->model = sim->model;
     if (options) g->options = *options;
@@ -705,12 +767,15 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
-            const int64_t m = (int64_t)(d->n_fields + 2) * ni,
-                          j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals) + d->n_globals * ni;
+            const int64_t m = (int64_t)(d->n_fields + 2) * ni, nio = 4 * d->n_ions,
+                          j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals + nio) +
+                              (d->n_globals + nio) * ni;
             gc->S += n_fields_of(g, gc, k);
             if (m > max_out) max_out = m;
             if (j > max_jac) max_jac = j;
         }
+        gc->o_ion = gc->S;
+        gc->S += 4 * (int64_t)gc->n * gion_live(g->ion);
         for (int64_t q = 0; q < sim->n_stims; ++q) gc->n_stims += sim->stims[q].cell == c;
         gc->stims = malloc((size_t)(gc->n_stims ? gc->n_stims : 1) * sizeof *gc->stims);
         const size_t n = (size_t)gc->n, S = (size_t)gc->S;
@@ -721,7 +786,10 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->a = calloc(tot, sizeof(double));
         gc->v = gc->a ? gc->a + 12 * n : NULL;
         gc->lglob = calloc(n_glob + 1, sizeof *gc->lglob);
-        if (!gc->stims || !gc->a || !gc->lglob) {
+        const size_t n_snap = (size_t)(sim->model->n_mechs + 1) * (size_t)(gc->S - gc->o_ion);
+        gc->snap = n_snap ? malloc(n_snap * sizeof *gc->snap) : NULL;
+        g->work_bytes += n_snap * sizeof *gc->snap;
+        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap)) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
         }

@@ -506,13 +506,12 @@ static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *
     }
 }
 
-void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
-                         const int32_t *pos, const int64_t *cell, double *v, double dt, double celsius) {
+void ns_model_block_init_ions(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
+                              const int32_t *pos, double celsius) {
     /* ions from the model's values (NEURON's defaults where it gives none);
      * i and didv 0, as a new ion's in NEURON (an INITIAL may read i: cabuf's
      * STEADYSTATE reads ica) and as the GPU path uploads them */
     const double *init = model->ion_init[shape];
-    memset(&b->err, 0, sizeof b->err); /* finitialize starts without an error */
     for (int32_t j = 0; j < model->n_ions; ++j) {
         for (int q = 0; q < 3; ++q) {
             double *dst = b->ion + (size_t)(5 * j + q) * (size_t)b->nw;
@@ -522,6 +521,23 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
         }
         memset(b->ion + (size_t)(5 * j + 3) * (size_t)b->nw, 0, 2 * (size_t)b->nw * sizeof *b->ion);
     }
+    /* NEURON's finitialize: e by Nernst where a concentration is written */
+    nernst_ions(model, b, celsius, 0, NULL);
+}
+
+void ns_model_block_nernst(const sim_model *model, model_block *b, int32_t k, double celsius) {
+    if (b->m[k].p.n > 0 && model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+}
+
+int32_t ns_model_block_nodes(const model_block *b) { return (int32_t)b->nw; }
+const unsigned char *ns_model_block_ion_written(const model_block *b, int32_t ion) {
+    return b->written + (size_t)ion * (size_t)b->nw;
+}
+
+void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
+                         const int32_t *pos, const int64_t *cell, double *v, double dt, double celsius) {
+    memset(&b->err, 0, sizeof b->err); /* finitialize starts without an error */
+    ns_model_block_init_ions(model, b, shape, n, w, pos, celsius);
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const ns_mech_desc *d = model->mechs[k].desc;
         const sim_mech_shape *ms = &model->per_shape[(size_t)shape * model->n_mechs + k];
@@ -543,10 +559,8 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
                     for (int j = 0; j < 4; ++j) mb->field[d->random_field + 4 * q + j][(int64_t)i * w + l] = r[j];
                 }
     }
-    /* NEURON's finitialize: e by Nernst where a concentration is written,
-     * then each mechanism's INITIAL in type order (Nernst again after one
+    /* then each mechanism's INITIAL in type order (Nernst again after one
      * that writes a concentration) */
-    nernst_ions(model, b, celsius, 0, NULL);
     /* CONSTRUCTOR once per instance, at the first finitialize (the parameters set); then
      * BEFORE INITIAL, the INITIAL blocks, AFTER INITIAL */
     for (int32_t k = 0; k < model->n_mechs; ++k) {
@@ -559,7 +573,7 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
     ns_model_block_hook(model, b, NS_MECH_BEFORE_INITIAL, v, 0.0, dt, celsius);
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         ns_model_block_phase(model, b, k, 1, v, 0.0, dt, celsius);
-        if (b->m[k].p.n > 0 && model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+        ns_model_block_nernst(model, b, k, celsius);
     }
     ns_model_block_hook(model, b, NS_MECH_AFTER_INITIAL, v, 0.0, dt, celsius);
     /* finitialize ends with one evaluation of the currents (NEURON's
@@ -623,7 +637,7 @@ ns_mech_ppack *ns_model_block_bind(model_block *b, int32_t k, int phase, double 
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         ns_model_block_phase(model, b, k, 0, v, t, dt, celsius);
-        if (b->m[k].p.n > 0 && model->mechs[k].writes_c) nernst_ions(model, b, celsius, 1, &model->mechs[k]);
+        ns_model_block_nernst(model, b, k, celsius);
     }
 }
 

@@ -39,6 +39,16 @@ ns_mech_error *ns_model_block_error(model_block *b);
  * the lanes (the random streams' ids, ns_mech_desc.random_field). */
 void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
                          const int32_t *pos, const int64_t *cell, double *v, double dt, double celsius);
+/* finitialize's first part: the ions' values from the model (i and didv 0), e by Nernst where a
+ * concentration is written (the gradient's sweeps, src/grad, restart the INITIALs from there). */
+void ns_model_block_init_ions(const sim_model *model, model_block *b, int32_t shape, int32_t n, int32_t w,
+                              const int32_t *pos, double celsius);
+/* e by Nernst after mechanism k where it writes a concentration (nothing otherwise) */
+void ns_model_block_nernst(const sim_model *model, model_block *b, int32_t k, double celsius);
+/* the block's lane-nodes (n * w): the length of each ion array */
+int32_t ns_model_block_nodes(const model_block *b);
+/* per lane-node: 1 where ion `ion`'s e follows its concentrations by Nernst */
+const unsigned char *ns_model_block_ion_written(const model_block *b, int32_t ion);
 /* Current phase: zero every ion's i and didv, then mechanism k's current()
  * (rhs -= I, d += dI/dv) at time t. */
 void ns_model_block_zero_ions(const sim_model *model, model_block *b);
@@ -47,7 +57,7 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
 /* State phase: every mechanism's state() at time t, Nernst after a writer. */
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
 /* Mechanism k's INITIAL (init 1; at t = 0) or state() alone (init 0), without
- * Nernst: the gradient's sweeps (src/grad), which refuse concentration writers. */
+ * Nernst (ns_model_block_nernst after it): the gradient's sweeps (src/grad). */
 void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,
                           double celsius);
 /* Mechanism k's instances bound as phase (0 INITIAL, 1 current(), 2

@@ -4,7 +4,9 @@
  * nsd_NAME {v, d[K]}: v computed by the same operations in the same order
  * as the forward code (so bit for bit the same), d its derivatives with
  * respect to the K inputs of an instance: v at its node, the instance's
- * fields, the GLOBALs. Each arithmetic operation and math call is an inline
+ * fields, the GLOBALs, the ion values it reads (ABI 8: 4 rows per USEION
+ * after the GLOBALs'; a field loaded from an ion stands for the ion's
+ * value). Each arithmetic operation and math call is an inline
  * function on duals; each FUNCTION and PROCEDURE gets a dual twin; a TABLE
  * lookup is differentiated as the interpolation it is (the table's entries
  * depend on celsius and DEPEND, constants here). One pass over a block gives
@@ -164,7 +166,7 @@ static void put_sig(dx *d) {
     P("ns_mech_ppack *p, ");
     for (int k = 0; k < d->m->n_fields; k++) P("nsd_%s *F%d_, ", d->M, k);
     for (int i = 0, k = 0; i < d->m->n_vars; i++)
-        if (is_ion_input(&d->m->vars[i])) P("double *I%d_, ", k++);
+        if (is_ion_input(&d->m->vars[i])) P("nsd_%s *I%d_, ", d->M, k++);
     P("nsd_%s *G_, int i_, int node_, nsd_%s v_", d->M, d->M);
 }
 static void put_args(dx *d) {
@@ -177,9 +179,9 @@ static void put_args(dx *d) {
 
 static void dex(dx *d, const ex *e);
 
-/* a variable's dual: LOCALs, arguments, fields, v and a FUNCTION's value are
- * duals; GLOBALs are G_[k]; the rest (t, dt, celsius, ion inputs, constants,
- * FROM's integer) constants */
+/* a variable's dual: LOCALs, arguments, fields, v, the ion inputs (*I<k>_)
+ * and a FUNCTION's value are duals; GLOBALs are G_[k]; the rest (t, dt,
+ * celsius, constants, FROM's integer) constants */
 static void dvar(dx *d, int line, const char *name, const ex *ix) {
     if (ix) {
         dfail(d, line, "an array element (%s)", name);
@@ -188,7 +190,8 @@ static void dvar(dx *d, int line, const char *name, const ex *ix) {
     const int sc = nm_gen_scope(d->g, name);
     const var *v = nm_find_var(d->m, name);
     const int ret = sc < 0 && d->owner && d->owner->kind == B_FUNCTION && !strcmp(d->owner->name, name);
-    if (sc == 0 || sc == 1 || ret || (sc < 0 && ((!v && !strcmp(name, "v")) || (v && v->field >= 0)))) {
+    if (sc == 0 || sc == 1 || ret ||
+        (sc < 0 && ((!v && !strcmp(name, "v")) || (v && (v->field >= 0 || is_ion_input(v)))))) {
         nm_gen_var(d->g, name, NULL);
         return;
     }
@@ -255,7 +258,7 @@ static int is_const(dx *d, const ex *e) {
         const var *v = nm_find_var(d->m, e->text);
         if (sc >= 0 || (d->owner && d->owner->kind == B_FUNCTION && !strcmp(d->owner->name, e->text))) return 0;
         if (!v) return strcmp(e->text, "v") != 0;
-        return v->field < 0 && v->global < 0 && v->cls != V_POINTER && v->cls != V_RANDOM;
+        return v->field < 0 && v->global < 0 && v->ion < 0 && v->cls != V_POINTER && v->cls != V_RANDOM;
     }
     case EX_NEG:
     case EX_NOT: return is_const(d, e->a);
@@ -539,14 +542,17 @@ static int dcallable(dx *d, const block *bl) {
 
 /* the arguments of a twin's call with the fields' duals from array Fa (NULL:
  * the twin's own) and the GLOBALs' and v's given */
-static void put_args_from(dx *d, const char *Fa, const char *Ga, const char *va) {
+static void put_args_from(dx *d, const char *Fa, const char *Ga, const char *va, const char *Ia) {
     P("p, ");
     for (int k = 0; k < d->m->n_fields; k++) {
         if (Fa) P("&%s[%d], ", Fa, k);
         else P("F%d_, ", k);
     }
-    for (int i = 0, k = 0; i < d->m->n_vars; i++)
-        if (is_ion_input(&d->m->vars[i])) P("I%d_, ", k++);
+    for (int i = 0, k = 0; i < d->m->n_vars; i++) {
+        if (!is_ion_input(&d->m->vars[i])) continue;
+        if (Ia) P("&%s[%d], ", Ia, k++);
+        else P("I%d_, ", k++);
+    }
     P("%s, i_, node_, %s", Ga, va);
 }
 
@@ -606,8 +612,12 @@ static int dderivative(dx *d, const block *bl, int method, int K) {
     P("NSD_%s_TWIN void nsd_%s_d_%s(", d->M, d->M, bl->name);
     put_sig(d);
     P(") {\n    enum { N_ = %d };\n", n);
-    P("    nsd_%s Fl_[%d], Gl_[%d], vl_ = nsd_%s_c(v_.v), f_[N_];\n", d->M, nf, ng ? ng : 1, d->M);
+    int nio = 0;
+    for (int i = 0; i < m->n_vars; i++) nio += is_ion_input(&m->vars[i]);
+    P("    nsd_%s Fl_[%d], Gl_[%d], Il_[%d], vl_ = nsd_%s_c(v_.v), f_[N_];\n", d->M, nf, ng ? ng : 1, nio ? nio : 1,
+      d->M);
     for (int k = 0; k < nf; k++) P("    Fl_[%d] = nsd_%s_c((*F%d_).v);\n", k, d->M, k);
+    for (int k = 0; k < nio; k++) P("    Il_[%d] = nsd_%s_c((*I%d_).v);\n", k, d->M, k);
     P("    for (int k = 0; k < %d; ++k) Gl_[k] = nsd_%s_c(G_[k].v);\n", ng, d->M);
     P("    double x0_[N_], x_[N_], J_[N_ * N_], r_[N_], R_[N_ * NSD_%s_K];\n", d->M);
     for (int k = 0; k < n; k++) P("    x0_[%d] = x_[%d] = (*F%d_).v;\n", k, k, fs[k]);
@@ -615,7 +625,7 @@ static int dderivative(dx *d, const block *bl, int method, int K) {
     P("    for (int it_ = 0; it_ <= 20; ++it_) {\n");
     for (int k = 0; k < n; k++) P("        Fl_[%d] = nsd_%s_c(x_[%d]);\n        Fl_[%d].d[%d] = 1.0;\n", fs[k], d->M, k, fs[k], k);
     P("        nsd_%s_dd_%s(", d->M, bl->name);
-    put_args_from(d, "Fl_", "Gl_", "vl_");
+    put_args_from(d, "Fl_", "Gl_", "vl_", "Il_");
     P(", f_);\n");
     P("        for (int r = 0; r < N_; ++r) {\n"
       "            r_[r] = -(x_[r] - x0_[r] - p->dt * f_[r].v);\n"
@@ -636,7 +646,7 @@ static int dderivative(dx *d, const block *bl, int method, int K) {
     for (int k = 0; k < nf; k++) P("    Fw_[%d] = *F%d_;\n", k, k);
     for (int k = 0; k < n; k++) P("    Fw_[%d] = nsd_%s_c(x_[%d]);\n", fs[k], d->M, k);
     P("    nsd_%s_dd_%s(", d->M, bl->name);
-    put_args_from(d, "Fw_", "G_", "v_");
+    put_args_from(d, "Fw_", "G_", "v_", NULL);
     P(", f_);\n");
     P("    for (int r = 0; r < N_; ++r)\n        for (int k = 0; k < NSD_%s_K; ++k)\n"
       "            R_[r * NSD_%s_K + k] = p->dt * f_[r].d[k];\n", d->M, d->M);
@@ -648,197 +658,24 @@ static int dderivative(dx *d, const block *bl, int method, int K) {
         P("    for (int k = 0; k < NSD_%s_K; ++k) (*F%d_).d[k] = R_[%d * NSD_%s_K + k];\n", d->M, fs[k], k, d->M);
     }
     P("    nsd_%s_dd_%s(", d->M, bl->name);
-    put_args_from(d, NULL, "G_", "v_");
+    put_args_from(d, NULL, "G_", "v_", NULL);
     P(", f_);\n}\n\n");
     free(order);
     free(fs);
     return 0;
 }
 
-/* ---- which inputs a phase reads (its dual lanes) ----
- * An input (0: v, 1 + f: field f, 1 + n_fields + q: GLOBAL q) is read where
- * an expression names it before the phase has surely written it (called
- * FUNCTIONs and PROCEDUREs walked in place, an if's branches both); only
- * those get a lane, so K is the most any phase reads. */
-typedef struct rw {
-    const struct ns_nmodl *m;
-    unsigned char *read, *wrote; /* per input */
-    unsigned char *may;          /* per input: written on some path */
-    const char *local[256];      /* LOCALs and arguments in scope: not inputs */
-    int n_local, depth, n_in;
-    const block *owner;
-} rw;
-
-static int rw_input(const rw *a, const char *name) {
-    for (int i = a->n_local - 1; i >= 0; i--)
-        if (!strcmp(a->local[i], name)) return -1;
-    if (a->owner && a->owner->kind == B_FUNCTION && !strcmp(a->owner->name, name)) return -1;
-    const var *v = nm_find_var(a->m, name);
-    if (!v) return strcmp(name, "v") ? -1 : 0;
-    if (v->field >= 0) return 1 + v->field;
-    if (v->global >= 0) return 1 + a->m->n_fields + v->global;
-    return -1;
-}
-static void rw_all(rw *a) {
-    memset(a->read, 1, (size_t)a->n_in);
-    memset(a->may, 1, (size_t)a->n_in);
-}
-static void rw_name(rw *a, const char *name) {
-    const int j = rw_input(a, name);
-    if (j >= 0 && !a->wrote[j]) a->read[j] = 1;
-}
-static void rw_list(rw *a, const stlist *l);
-static void rw_block(rw *a, const block *bl) {
-    if (a->depth > 16 || a->n_local + bl->n_args > 200) { /* deep or recursive: every input */
-        rw_all(a);
-        return;
-    }
-    const int base = a->n_local;
-    const block *owner = a->owner;
-    a->depth++;
-    for (int k = 0; k < bl->n_args; k++) a->local[a->n_local++] = bl->args[k];
-    a->owner = bl;
-    unsigned char *w = bl->table && bl->kind == B_PROCEDURE ? malloc((size_t)a->n_in) : NULL;
-    if (w) {
-        /* the lookup writes the tabulated names and reads only the argument (usetable is a
-         * switch: no derivative); the exact procedure reads what its body reads */
-        memcpy(w, a->wrote, (size_t)a->n_in);
-        rw_list(a, bl->body);
-        memcpy(a->wrote, w, (size_t)a->n_in);
-        free(w);
-        for (int k = 0; k < bl->table->n_names; k++) {
-            const int j = rw_input(a, bl->table->names[k]);
-            if (j >= 0) a->wrote[j] = a->may[j] = 1;
-        }
-    } else {
-        if (bl->table && bl->kind == B_PROCEDURE) rw_all(a); /* out of memory: every input */
-        rw_list(a, bl->body);
-    }
-    a->owner = owner;
-    a->n_local = base;
-    a->depth--;
-}
-static void rw_ex(rw *a, const ex *e) {
-    if (!e) return;
-    switch (e->kind) {
-    case EX_VAR: rw_name(a, e->text); rw_ex(a, e->a); return;
-    case EX_NEG:
-    case EX_NOT: rw_ex(a, e->a); return;
-    case EX_BIN: rw_ex(a, e->a); rw_ex(a, e->b); return;
-    case EX_CALL: {
-        for (int i = 0; i < e->n_args; i++) rw_ex(a, e->args[i]);
-        const block *bl = nm_find_block(a->m, e->text);
-        if (bl) rw_block(a, bl);
-        return;
-    }
-    default: return;
-    }
-}
-static void rw_st(rw *a, const st *s) {
-    switch (s->kind) {
-    case ST_ASSIGN: {
-        rw_ex(a, s->e);
-        const int j = rw_input(a, s->name);
-        if (j >= 0) a->wrote[j] = a->may[j] = 1;
-        return;
-    }
-    case ST_DERIV: {
-        rw_ex(a, s->e);
-        rw_name(a, s->name);
-        const int j = rw_input(a, s->name);
-        if (j >= 0) a->wrote[j] = a->may[j] = 1;
-        return;
-    }
-    case ST_CALL: rw_ex(a, s->e); return;
-    case ST_SOLVE: {
-        const block *bl = nm_find_block(a->m, s->name);
-        if (bl) rw_block(a, bl);
-        return;
-    }
-    case ST_IF:
-    case ST_WHILE:
-    case ST_FROM: {
-        rw_ex(a, s->e);
-        rw_ex(a, s->to);
-        unsigned char *w0 = malloc(2 * (size_t)a->n_in);
-        if (!w0) { rw_all(a); return; }
-        unsigned char *w1 = w0 + a->n_in;
-        memcpy(w0, a->wrote, (size_t)a->n_in);
-        const int pushed = s->kind == ST_FROM && a->n_local < 250;
-        if (pushed) a->local[a->n_local++] = s->name;
-        rw_list(a, s->then_);
-        if (pushed) a->n_local--;
-        memcpy(w1, a->wrote, (size_t)a->n_in);
-        memcpy(a->wrote, w0, (size_t)a->n_in);
-        if (s->kind == ST_IF && s->else_) {
-            rw_list(a, s->else_);
-            for (int j = 0; j < a->n_in; j++) a->wrote[j] = a->wrote[j] && w1[j];
-        }
-        free(w0);
-        return;
-    }
-    default: rw_all(a); return;
-    }
-}
-static void rw_list(rw *a, const stlist *l) {
-    const int base = a->n_local;
-    for (int i = 0; i < l->n_locals && a->n_local < 250; i++) a->local[a->n_local++] = l->locals[i];
-    for (int i = 0; i < l->n; i++) rw_st(a, l->s[i]);
-    a->n_local = base;
-}
-
-/* the inputs phase (0 init, 1 current, 2 state) reads into read, the fields it may write into
- * may (n_in each; wrote: room) */
-static void phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
-                        unsigned char *may, int n_in) {
-    rw a;
-    memset(&a, 0, sizeof a);
-    a.m = m;
-    a.read = read;
-    a.wrote = wrote;
-    a.may = may;
-    a.n_in = n_in;
-    memset(read, 0, (size_t)n_in);
-    memset(wrote, 0, (size_t)n_in);
-    memset(may, 0, (size_t)n_in);
-    read[0] = 1; /* v: the copies, current()'s v + .001, most blocks */
-    /* what the entry point sets before the blocks: the copies, concentrations, START values */
-    for (int i = 0; i < m->n_vars; i++) {
-        const var *v = &m->vars[i];
-        if (v->field < 0) continue;
-        if (v->copy_in || (v->ion >= 0 && (v->ion_what == 'c' || v->ion_what == 'o')) ||
-            (phase == 0 && v->cls == V_STATE && v->ion < 0))
-            wrote[1 + v->field] = may[1 + v->field] = 1;
-    }
-    if (phase == 0) {
-        if (m->initial) rw_list(&a, m->initial);
-    } else if (phase == 1) {
-        if (m->n_currents) {
-            for (int i = 0; i < m->breakpoint->n; i++)
-                if (m->breakpoint->s[i]->kind != ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
-            for (int k = 0; k < m->n_currents; k++) rw_name(&a, m->currents[k]);
-        }
-    } else if (!m->n_currents) {
-        rw_list(&a, m->breakpoint);
-    } else {
-        for (int i = 0; i < m->breakpoint->n; i++)
-            if (m->breakpoint->s[i]->kind == ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
-    }
-    /* a field written on some paths only passes its input through on the others */
-    for (int j = 1; j < 1 + m->n_fields; j++)
-        if (may[j] && !wrote[j]) read[j] = 1;
-}
-
 /* NEURON's per-instance copies into the fields (nmodl_gen.c's load_copies
- * and load_conc): v, READ ion variables the file writes, concentrations */
+ * and load_conc): v, READ ion variables the file writes, concentrations.
+ * An ion value replaces the field's value and keeps its lane: the field's
+ * input adjoint is the ion's (the gradient moves it there, ABI 8). */
 static void copies(dx *d, int v_too, int conc) {
     for (int i = 0; i < d->m->n_vars; i++) {
         const var *v = &d->m->vars[i];
         if (v->copy_in && v->ion < 0 && v_too) P("    (*F%d_) = v_;\n", v->field);
-        if (v->copy_in && v->ion >= 0)
-            P("    (*F%d_) = nsd_%s_c(p->ion[%d].%s[NSM_ION(%d)]);\n", v->field, d->M, v->ion, ion_array(v), v->ion);
-        if (conc && v->ion >= 0 && v->field >= 0 && !v->copy_in && (v->ion_what == 'c' || v->ion_what == 'o'))
-            P("    (*F%d_) = nsd_%s_c(p->ion[%d].%s[NSM_ION(%d)]);\n", v->field, d->M, v->ion, ion_array(v), v->ion);
+        if ((v->copy_in && v->ion >= 0) ||
+            (conc && v->ion >= 0 && v->field >= 0 && !v->copy_in && (v->ion_what == 'c' || v->ion_what == 'o')))
+            P("    (*F%d_).v = p->ion[%d].%s[NSM_ION(%d)];\n", v->field, v->ion, ion_array(v), v->ion);
     }
 }
 
@@ -865,8 +702,12 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
     for (int k = 0; k < nf; k++) P("    nsd_%s *F%d_ = &Fd_[%d];\n    (void)F%d_;\n", d->M, k, k, k);
     for (int i = 0, k = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
-        if (is_ion_input(v)) P("    double *I%d_ = &p->ion[%d].%s[NSM_ION(%d)];\n    (void)I%d_;\n", k, v->ion,
-                               ion_array(v), v->ion, k), k++;
+        if (!is_ion_input(v)) continue;
+        const int j = 1 + nf + ng + nm_diff_ion_row(v);
+        P("    nsd_%s Id%d_ = nsd_%s_c(p->ion[%d].%s[NSM_ION(%d)]), *I%d_ = &Id%d_;\n    (void)I%d_;\n", d->M, k, d->M,
+          v->ion, ion_array(v), v->ion, k, k, k);
+        if (lane[j] >= 0) P("    Id%d_.d[%d] = 1.0;\n", k, lane[j]);
+        k++;
     }
     P("    (void)node_; (void)v_; (void)G_; (void)lg_;\n");
 }
@@ -879,7 +720,7 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
  * bits as one instance at a time; GCC 13 does not vectorise it: the duals
  * are arrays of structures it does not scalarise). */
 static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
-    const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals;
+    const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals + 4 * d->m->n_ions;
     const char *M = d->m->name;
     P("    double a_[NSD_%s_K];\n    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = 0.0;\n", d->M, d->M);
     P("    for (int r = 0; r < %d; ++r) {\n        const double l_ = lo_[r * s_];\n", nf);
@@ -984,7 +825,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     const struct ns_nmodl *m = d->m;
     d->M = m->name;
     const size_t mark = nm_gen_mark(g);
-    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals;
+    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals + 4 * m->n_ions;
     if (refuse_upfront(d)) return 1;
     unsigned char *rd = malloc(3 * (size_t)n_in);
     int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
@@ -995,14 +836,25 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     int K[3];
     for (int ph = 0; ph < 3; ph++) {
-        phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
+        nm_diff_phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
         int n = 0;
         /* -2: a field the phase never writes nor reads: out = in */
         for (int j = 0; j < n_in; j++)
             lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
         K[ph] = n > 0 ? n : 1;
+        /* the currents see an ion current's partial sum (the mechanisms before them): refused */
+        for (int i = 0; ph == 1 && i < m->n_vars && !d->failed; i++) {
+            const var *v = &m->vars[i];
+            if (is_ion_input(v) && v->ion_what == 'i' && rd[1 + nf + m->n_globals + nm_diff_ion_row(v)])
+                dfail(d, v->line, "the ion current %s read by the BREAKPOINT's currents", v->name);
+        }
     }
     free(rd);
+    if (d->failed) {
+        free(lane);
+        nm_gen_cut(g, mark);
+        return 1;
+    }
     /* the duals of each phase carry its own lanes: a dual type, its runtime and the twins per
      * lane count (nsd_NAME_L<K>), shared by the phases with the same count */
     char T[3][96];

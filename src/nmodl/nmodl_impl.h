@@ -389,4 +389,12 @@ int nm_cnexp_parts(const st *s, ex **a, ex **c, int *inf_form);
  * numbers over the same expressions) after NAME.c's loops: 0 written; 1 not, why says
  * why (FILE:LINE: the construct; nothing written); -1 out of memory */
 int nm_diff_emit(struct gen *g, char *why, size_t n_why);
+/* nmodl_diff_reads.c: the inputs phase (0 init, 1 current, 2 state) reads into read, the
+ * fields it may write into may (n_in each; wrote: room): its lanes. An ion value read that is
+ * no field (ena, cai read only, ica read) is input 1 + n_fields + n_globals + its row:
+ * nm_diff_ion_row, 4 per USEION (e, ci, co, i), so that the gradient knows each row's ion value
+ * without a table of its own (ABI 8) */
+void nm_diff_phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
+                         unsigned char *may, int n_in);
+int nm_diff_ion_row(const var *v);
 #endif

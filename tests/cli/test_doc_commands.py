@@ -59,6 +59,8 @@ EXCLUDED = [
     (r"^bash \.ci/run\b", "CI itself (26 minutes)"),
     (r"examples/python/fit_gbar\.py", "about 80 gradients of 400 steps (5-12 s on 2 cores): python/tests/"
                                        "test_grad.py checks the gradients it uses"),
+    (r"examples/python/fit_hay\.py", "builds the BBP library, then about 50 gradients of the L5 cell over 400 steps "
+                                      "(2 minutes on 2 cores): tests/grad/test_grad_hay.c checks those gradients"),
     (r"grad_jaxley\.py|jaxley_grad\.py", "needs Jaxley (not installed in CI): tests/grad/test_grad_jaxley.py "
                                           "checks neurosolve against the case's stored Jaxley gradient"),
     (r"build-wheel-cuda/wheelhouse", "the GPU wheel's install on the GPU host, from the wheelhouse that "

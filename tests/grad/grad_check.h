@@ -171,4 +171,28 @@ static double central_difference(const setup *su, const variant *base, const cha
     return (8.0 * (Lpm[1] - Lpm[0]) - (Lpm[3] - Lpm[2])) / (12.0 * h);
 }
 
+/* A parameter checked against central differences: where, name (as ns_grad_add_param) and
+ * the differences' step relative to its value */
+typedef struct fd_case {
+    const char *where, *name;
+    double rel_h;
+} fd_case;
+
+/* grad[k], the adjoint of g's parameter k (added in the order of cases), against the central
+ * difference of the simulation's loss (within tol relative), printing both */
+static inline void check_against_fd(const setup *su, const variant *base, const ns_grad_t *g, const fd_case *cases, int n,
+                                    const double *grad, double tol) {
+    for (int k = 0; g && k < n; ++k) {
+        double value = 0.0;
+        CHECK_OK(ns_grad_get_param(g, k, &value));
+        const double fd = central_difference(su, base, cases[k].where, cases[k].name, value,
+                                             cases[k].rel_h * fabs(value));
+        const double err = check_rel(grad[k], fd);
+        printf("  %-5s %-24s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].where,
+               cases[k].name, grad[k], fd, err);
+        CHECK_MSG(err <= tol, "%s at %s: adjoint %.12g vs central differences %.12g (relative %.3g)", cases[k].name,
+                  cases[k].where, grad[k], fd, err);
+    }
+}
+
 #endif

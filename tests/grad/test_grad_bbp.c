@@ -2,8 +2,8 @@
  * simulation's own loop: the bundled BBP/Hay sodium channel
  * (data/mechanisms/bbp/NaTs2_t.mod, ena read) and a channel of the test's
  * own with GLOBAL parameters, built with the system C compiler (the build is
- * most of the test's time: two channels and the refused one only); the
- * refusal of a concentration writer (CaDynamics_E2). */
+ * most of the test's time: three channels only). The ions' state (a
+ * concentration writer, CaDynamics_E2): test_grad_ion.c. */
 #include "check.h"
 #include "load_cell.h"
 #include "test_tmpdir.h"
@@ -54,8 +54,7 @@ int main(void) {
     snprintf(gdi_path, sizeof gdi_path, "%s", tmp("gdi.mod"));
     if (write_mod(glk_path, GLK) || write_mod(gdi_path, GDI)) return tmpdir_remove(), check_summary("test_grad_bbp");
     char files[4096];
-    snprintf(files, sizeof files, MECH_DIR "/bbp/NaTs2_t.mod " MECH_DIR "/bbp/CaDynamics_E2.mod %s %s", glk_path,
-             gdi_path);
+    snprintf(files, sizeof files, MECH_DIR "/bbp/NaTs2_t.mod %s %s", glk_path, gdi_path);
     ns_mech_library_t *lib = test_mech_from_files(files, "libbbp.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     if (!lib) return tmpdir_remove(), check_summary("test_grad_bbp");
@@ -99,14 +98,6 @@ int main(void) {
                   cases[k].where, grad[k], fd, err);
     }
     ns_grad_destroy(g);
-    ns_sim_destroy(sim);
-    ns_sim_model_destroy(m);
-
-    /* a concentration writer is refused by name */
-    const variant cad = {"soma.insert = CaDynamics_E2\n", 100.0, 1.0, 1.0, -75.0};
-    sim = make_sim(&su, su.cell, 1, &cad, &m);
-    g = NULL;
-    CHECK_FAILS(ns_grad_create(sim, NULL, &g), NS_ERR_UNSUPPORTED, "CaDynamics_E2", "cai");
     ns_sim_destroy(sim);
     ns_sim_model_destroy(m);
     free(tr);

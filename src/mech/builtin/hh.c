@@ -344,11 +344,11 @@ NSD_hh_L1_TWIN void nsd_hh_L1_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
-NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
-NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
 
-NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1 L_alpha = nsd_hh_L1_c(0.0);
     nsd_hh_L1 L_beta = nsd_hh_L1_c(0.0);
@@ -372,7 +372,7 @@ NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_
     (*F11_) = nsd_hh_L1_div(L_alpha, L_sum);
 }
 
-NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L1_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -423,7 +423,7 @@ NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 
     }
 }
 
-NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1 ret_ = nsd_hh_L1_c(0.0);
     if ((nsd_hh_L1_c((double)((nsd_hh_L1_fabs(nsd_hh_L1_div(A_x, A_y))).v < (nsd_hh_L1_c(1e-6)).v))).v) {
@@ -434,7 +434,7 @@ NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_h
     return ret_;
 }
 
-NSD_hh_L1_FN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
+NSD_hh_L1_FN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L1_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
     (*F15_) = nsd_hh_L1_add((*F15_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F12_))))), nsd_hh_L1_sub((*F9_), (*F15_))));
@@ -442,12 +442,12 @@ NSD_hh_L1_FN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1
     (*F17_) = nsd_hh_L1_add((*F17_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F14_))))), nsd_hh_L1_sub((*F11_), (*F17_))));
 }
 
-NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_cur(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, double *I0_, double *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
+NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_cur(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
     (*F7_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
-    (*F4_) = nsd_hh_L1_mul((*F7_), nsd_hh_L1_sub_r(v_, (*I0_)));
+    (*F4_) = nsd_hh_L1_mul((*F7_), nsd_hh_L1_sub(v_, (*I0_)));
     (*F8_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
-    (*F5_) = nsd_hh_L1_mul((*F8_), nsd_hh_L1_sub_r(v_, (*I1_)));
+    (*F5_) = nsd_hh_L1_mul((*F8_), nsd_hh_L1_sub(v_, (*I1_)));
     (*F6_) = nsd_hh_L1_mul((*F2_), nsd_hh_L1_sub(v_, (*F3_)));
     nsd_hh_L1 c_ = nsd_hh_L1_c(0.0);
     c_ = nsd_hh_L1_add(c_, (*F4_));
@@ -457,86 +457,86 @@ NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_cur(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_
 }
 
 
-/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 8 for the phases that read that many ---- */
-enum { NSD_hh_L8_K = 8 };
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 10 for the phases that read that many ---- */
+enum { NSD_hh_L10_K = 10 };
 #if defined(__GNUC__) || defined(__clang__)
-#define NSD_hh_L8_FN static inline __attribute__((always_inline, unused))
-#define NSD_hh_L8_TWIN static inline __attribute__((unused))
-#define NSD_hh_L8_ENTRY static __attribute__((flatten, noinline))
+#define NSD_hh_L10_FN static inline __attribute__((always_inline, unused))
+#define NSD_hh_L10_TWIN static inline __attribute__((unused))
+#define NSD_hh_L10_ENTRY static __attribute__((flatten, noinline))
 #ifdef NSM_CLONES
-#define NSD_hh_L8_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#define NSD_hh_L10_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
 #else
-#define NSD_hh_L8_HOT NSD_hh_L8_ENTRY
+#define NSD_hh_L10_HOT NSD_hh_L10_ENTRY
 #endif
 #else
-#define NSD_hh_L8_FN static inline
-#define NSD_hh_L8_TWIN static inline
-#define NSD_hh_L8_ENTRY static
-#define NSD_hh_L8_HOT static
+#define NSD_hh_L10_FN static inline
+#define NSD_hh_L10_TWIN static inline
+#define NSD_hh_L10_ENTRY static
+#define NSD_hh_L10_HOT static
 #endif
-typedef struct nsd_hh_L8 { double v, d[NSD_hh_L8_K]; } nsd_hh_L8;
-#define NSD_hh_L8_OP(body) nsd_hh_L8 r; body; return r
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_c(double x) { NSD_hh_L8_OP(r.v = x; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = 0.0); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_add(nsd_hh_L8 a, nsd_hh_L8 b) {
-    NSD_hh_L8_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+typedef struct nsd_hh_L10 { double v, d[NSD_hh_L10_K]; } nsd_hh_L10;
+#define NSD_hh_L10_OP(body) nsd_hh_L10 r; body; return r
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_c(double x) { NSD_hh_L10_OP(r.v = x; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = 0.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_add(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = a.d[k] + b.d[k]);
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sub(nsd_hh_L8 a, nsd_hh_L8 b) {
-    NSD_hh_L8_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sub(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = a.d[k] - b.d[k]);
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_mul(nsd_hh_L8 a, nsd_hh_L8 b) {
-    NSD_hh_L8_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_mul(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_div(nsd_hh_L8 a, nsd_hh_L8 b) {
-    NSD_hh_L8_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_div(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_neg(nsd_hh_L8 a) { NSD_hh_L8_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = -a.d[k]); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f1(nsd_hh_L8 a, double f, double df) {
-    NSD_hh_L8_OP(r.v = f; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = df * a.d[k]);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_neg(nsd_hh_L10 a) { NSD_hh_L10_OP(r.v = -a.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = -a.d[k]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_f1(nsd_hh_L10 a, double f, double df) {
+    NSD_hh_L10_OP(r.v = f; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = df * a.d[k]);
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_exp(nsd_hh_L8 a) { const double e = nsm_exp(a.v); return nsd_hh_L8_f1(a, e, e); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_expm1(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, expm1(a.v), exp(a.v)); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_log(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, log(a.v), 1.0 / a.v); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_log10(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sqrt(nsd_hh_L8 a) { const double s = sqrt(a.v); return nsd_hh_L8_f1(a, s, 0.5 / s); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fabs(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sin(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, sin(a.v), cos(a.v)); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_cos(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, cos(a.v), -sin(a.v)); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_tan(nsd_hh_L8 a) { const double t = tan(a.v); return nsd_hh_L8_f1(a, t, 1.0 + t * t); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_tanh(nsd_hh_L8 a) { const double t = tanh(a.v); return nsd_hh_L8_f1(a, t, 1.0 - t * t); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_atan(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_floor(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, floor(a.v), 0.0); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_ceil(nsd_hh_L8 a) { return nsd_hh_L8_f1(a, ceil(a.v), 0.0); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_exprelr(nsd_hh_L8 a) {
-    if (1.0 + a.v == 1.0) return nsd_hh_L8_f1(a, 1.0, -0.5);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_exp(nsd_hh_L10 a) { const double e = nsm_exp(a.v); return nsd_hh_L10_f1(a, e, e); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_expm1(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_log(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_log10(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sqrt(nsd_hh_L10 a) { const double s = sqrt(a.v); return nsd_hh_L10_f1(a, s, 0.5 / s); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_fabs(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sin(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_cos(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_tan(nsd_hh_L10 a) { const double t = tan(a.v); return nsd_hh_L10_f1(a, t, 1.0 + t * t); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_tanh(nsd_hh_L10 a) { const double t = tanh(a.v); return nsd_hh_L10_f1(a, t, 1.0 - t * t); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_atan(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_floor(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, floor(a.v), 0.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_ceil(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, ceil(a.v), 0.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_exprelr(nsd_hh_L10 a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_L10_f1(a, 1.0, -0.5);
     const double e = expm1(a.v);
-    return nsd_hh_L8_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+    return nsd_hh_L10_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow(nsd_hh_L8 a, nsd_hh_L8 b) {
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_pow(nsd_hh_L10 a, nsd_hh_L10 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_hh_L8_OP(r.v = f; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_hh_L10_OP(r.v = f; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fmin(nsd_hh_L8 a, nsd_hh_L8 b) { nsd_hh_L8 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_fmax(nsd_hh_L8 a, nsd_hh_L8 b) { nsd_hh_L8 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_add_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v + c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k]); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sub_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v - c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k]); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_mul_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v * c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_div_r(nsd_hh_L8 a, double c) { NSD_hh_L8_OP(r.v = a.v / c; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = a.d[k] / c); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow_r(nsd_hh_L8 a, double c) {
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_fmin(nsd_hh_L10 a, nsd_hh_L10 b) { nsd_hh_L10 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_fmax(nsd_hh_L10 a, nsd_hh_L10 b) { nsd_hh_L10 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_add_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v + c; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sub_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v - c; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = a.d[k]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_mul_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v * c; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_div_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v / c; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_pow_r(nsd_hh_L10 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
-    return nsd_hh_L8_f1(a, f, da);
+    return nsd_hh_L10_f1(a, f, da);
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_add_l(double c, nsd_hh_L8 b) { NSD_hh_L8_OP(r.v = c + b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = b.d[k]); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_sub_l(double c, nsd_hh_L8 b) { NSD_hh_L8_OP(r.v = c - b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = -b.d[k]); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_mul_l(double c, nsd_hh_L8 b) { NSD_hh_L8_OP(r.v = c * b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = c * b.d[k]); }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_div_l(double c, nsd_hh_L8 b) {
-    NSD_hh_L8_OP(r.v = c / b.v; for (int k = 0; k < NSD_hh_L8_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_add_l(double c, nsd_hh_L10 b) { NSD_hh_L10_OP(r.v = c + b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = b.d[k]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sub_l(double c, nsd_hh_L10 b) { NSD_hh_L10_OP(r.v = c - b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = -b.d[k]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_mul_l(double c, nsd_hh_L10 b) { NSD_hh_L10_OP(r.v = c * b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_div_l(double c, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = c / b.v; for (int k = 0; k < NSD_hh_L10_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
 }
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_pow_l(double c, nsd_hh_L8 b) {
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_pow_l(double c, nsd_hh_L10 b) {
     const double f = pow(c, b.v);
-    return nsd_hh_L8_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+    return nsd_hh_L10_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
 }
-NSD_hh_L8_TWIN void nsd_hh_L8_gauss(int n, double *J, double *R, int m) {
+NSD_hh_L10_TWIN void nsd_hh_L10_gauss(int n, double *J, double *R, int m) {
     for (int c = 0; c < n; ++c) {
         int pv = c;
         for (int r = c + 1; r < n; ++r)
@@ -556,37 +556,37 @@ NSD_hh_L8_TWIN void nsd_hh_L8_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L8_FN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
-NSD_hh_L8_FN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v);
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y);
+NSD_hh_L10_FN void nsd_hh_L10_p_rates(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v);
+NSD_hh_L10_FN void nsd_hh_L10_p_rates_exact(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_f_vtrap(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_x, nsd_hh_L10 A_y);
 
-NSD_hh_L8_FN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+NSD_hh_L10_FN void nsd_hh_L10_p_rates_exact(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
-    nsd_hh_L8 L_alpha = nsd_hh_L8_c(0.0);
-    nsd_hh_L8 L_beta = nsd_hh_L8_c(0.0);
-    nsd_hh_L8 L_sum = nsd_hh_L8_c(0.0);
-    nsd_hh_L8 L_q10 = nsd_hh_L8_c(0.0);
-    L_q10 = nsd_hh_L8_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
-    L_alpha = nsd_hh_L8_mul_l(.1, nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 40.0)), nsd_hh_L8_c(10.0)));
-    L_beta = nsd_hh_L8_mul_l(4.0, nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 65.0)), 18.0)));
-    L_sum = nsd_hh_L8_add(L_alpha, L_beta);
-    (*F12_) = nsd_hh_L8_div_l(1.0, nsd_hh_L8_mul(L_q10, L_sum));
-    (*F9_) = nsd_hh_L8_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L8_mul_l(.07, nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 65.0)), 20.0)));
-    L_beta = nsd_hh_L8_div_l(1.0, nsd_hh_L8_add_r(nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 35.0)), 10.0)), 1.0));
-    L_sum = nsd_hh_L8_add(L_alpha, L_beta);
-    (*F13_) = nsd_hh_L8_div_l(1.0, nsd_hh_L8_mul(L_q10, L_sum));
-    (*F10_) = nsd_hh_L8_div(L_alpha, L_sum);
-    L_alpha = nsd_hh_L8_mul_l(.01, nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 55.0)), nsd_hh_L8_c(10.0)));
-    L_beta = nsd_hh_L8_mul_l(.125, nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 65.0)), 80.0)));
-    L_sum = nsd_hh_L8_add(L_alpha, L_beta);
-    (*F14_) = nsd_hh_L8_div_l(1.0, nsd_hh_L8_mul(L_q10, L_sum));
-    (*F11_) = nsd_hh_L8_div(L_alpha, L_sum);
+    nsd_hh_L10 L_alpha = nsd_hh_L10_c(0.0);
+    nsd_hh_L10 L_beta = nsd_hh_L10_c(0.0);
+    nsd_hh_L10 L_sum = nsd_hh_L10_c(0.0);
+    nsd_hh_L10 L_q10 = nsd_hh_L10_c(0.0);
+    L_q10 = nsd_hh_L10_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_alpha = nsd_hh_L10_mul_l(.1, nsd_hh_L10_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 40.0)), nsd_hh_L10_c(10.0)));
+    L_beta = nsd_hh_L10_mul_l(4.0, nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 65.0)), 18.0)));
+    L_sum = nsd_hh_L10_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_L10_div_l(1.0, nsd_hh_L10_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_L10_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L10_mul_l(.07, nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 65.0)), 20.0)));
+    L_beta = nsd_hh_L10_div_l(1.0, nsd_hh_L10_add_r(nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 35.0)), 10.0)), 1.0));
+    L_sum = nsd_hh_L10_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_L10_div_l(1.0, nsd_hh_L10_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_L10_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L10_mul_l(.01, nsd_hh_L10_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 55.0)), nsd_hh_L10_c(10.0)));
+    L_beta = nsd_hh_L10_mul_l(.125, nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 65.0)), 80.0)));
+    L_sum = nsd_hh_L10_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_L10_div_l(1.0, nsd_hh_L10_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_L10_div(L_alpha, L_sum);
 }
 
-NSD_hh_L8_FN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_v) {
+NSD_hh_L10_FN void nsd_hh_L10_p_rates(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v) {
     if (G_[0].v == 0.0) {
-        nsd_hh_L8_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        nsd_hh_L10_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
     }
     const double *T_ = p->table + 0;
@@ -600,71 +600,71 @@ NSD_hh_L8_FN void nsd_hh_L8_p_rates(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 
     {
         const double *c_ = T_ + 5;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F9_) = r_;
     }
     {
         const double *c_ = T_ + 206;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F12_) = r_;
     }
     {
         const double *c_ = T_ + 407;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F10_) = r_;
     }
     {
         const double *c_ = T_ + 608;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F13_) = r_;
     }
     {
         const double *c_ = T_ + 809;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F11_) = r_;
     }
     {
         const double *c_ = T_ + 1010;
         const double a_ = c_[k_], b_ = c_[k1_];
-        nsd_hh_L8 r_ = nsd_hh_L8_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
         (*F14_) = r_;
     }
 }
 
-NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_, nsd_hh_L8 A_x, nsd_hh_L8 A_y) {
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_f_vtrap(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_x, nsd_hh_L10 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
-    nsd_hh_L8 ret_ = nsd_hh_L8_c(0.0);
-    if ((nsd_hh_L8_c((double)((nsd_hh_L8_fabs(nsd_hh_L8_div(A_x, A_y))).v < (nsd_hh_L8_c(1e-6)).v))).v) {
-        ret_ = nsd_hh_L8_mul(A_y, nsd_hh_L8_sub_l(1.0, nsd_hh_L8_div_r(nsd_hh_L8_div(A_x, A_y), 2.0)));
+    nsd_hh_L10 ret_ = nsd_hh_L10_c(0.0);
+    if ((nsd_hh_L10_c((double)((nsd_hh_L10_fabs(nsd_hh_L10_div(A_x, A_y))).v < (nsd_hh_L10_c(1e-6)).v))).v) {
+        ret_ = nsd_hh_L10_mul(A_y, nsd_hh_L10_sub_l(1.0, nsd_hh_L10_div_r(nsd_hh_L10_div(A_x, A_y), 2.0)));
     } else {
-        ret_ = nsd_hh_L8_div(A_x, nsd_hh_L8_sub_r(nsd_hh_L8_exp(nsd_hh_L8_div(A_x, A_y)), 1.0));
+        ret_ = nsd_hh_L10_div(A_x, nsd_hh_L10_sub_r(nsd_hh_L10_exp(nsd_hh_L10_div(A_x, A_y)), 1.0));
     }
     return ret_;
 }
 
-NSD_hh_L8_FN void nsd_hh_L8_d_states(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
+NSD_hh_L10_FN void nsd_hh_L10_d_states(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
-    nsd_hh_L8_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
-    (*F15_) = nsd_hh_L8_add((*F15_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div_l((-1.0), (*F12_))))), nsd_hh_L8_sub((*F9_), (*F15_))));
-    (*F16_) = nsd_hh_L8_add((*F16_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div_l((-1.0), (*F13_))))), nsd_hh_L8_sub((*F10_), (*F16_))));
-    (*F17_) = nsd_hh_L8_add((*F17_), nsd_hh_L8_mul(nsd_hh_L8_sub(nsd_hh_L8_c(1.), nsd_hh_L8_exp(nsd_hh_L8_mul(nsd_hh_L8_c(p->dt), nsd_hh_L8_div_l((-1.0), (*F14_))))), nsd_hh_L8_sub((*F11_), (*F17_))));
+    nsd_hh_L10_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L10_add((*F15_), nsd_hh_L10_mul(nsd_hh_L10_sub(nsd_hh_L10_c(1.), nsd_hh_L10_exp(nsd_hh_L10_mul(nsd_hh_L10_c(p->dt), nsd_hh_L10_div_l((-1.0), (*F12_))))), nsd_hh_L10_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L10_add((*F16_), nsd_hh_L10_mul(nsd_hh_L10_sub(nsd_hh_L10_c(1.), nsd_hh_L10_exp(nsd_hh_L10_mul(nsd_hh_L10_c(p->dt), nsd_hh_L10_div_l((-1.0), (*F13_))))), nsd_hh_L10_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L10_add((*F17_), nsd_hh_L10_mul(nsd_hh_L10_sub(nsd_hh_L10_c(1.), nsd_hh_L10_exp(nsd_hh_L10_mul(nsd_hh_L10_c(p->dt), nsd_hh_L10_div_l((-1.0), (*F14_))))), nsd_hh_L10_sub((*F11_), (*F17_))));
 }
 
-NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_cur(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_L8 *F1_, nsd_hh_L8 *F2_, nsd_hh_L8 *F3_, nsd_hh_L8 *F4_, nsd_hh_L8 *F5_, nsd_hh_L8 *F6_, nsd_hh_L8 *F7_, nsd_hh_L8 *F8_, nsd_hh_L8 *F9_, nsd_hh_L8 *F10_, nsd_hh_L8 *F11_, nsd_hh_L8 *F12_, nsd_hh_L8 *F13_, nsd_hh_L8 *F14_, nsd_hh_L8 *F15_, nsd_hh_L8 *F16_, nsd_hh_L8 *F17_, double *I0_, double *I1_, nsd_hh_L8 *G_, int i_, int node_, nsd_hh_L8 v_) {
+NSD_hh_L10_TWIN nsd_hh_L10 nsd_hh_L10_cur(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
-    (*F7_) = nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
-    (*F4_) = nsd_hh_L8_mul((*F7_), nsd_hh_L8_sub_r(v_, (*I0_)));
-    (*F8_) = nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul(nsd_hh_L8_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
-    (*F5_) = nsd_hh_L8_mul((*F8_), nsd_hh_L8_sub_r(v_, (*I1_)));
-    (*F6_) = nsd_hh_L8_mul((*F2_), nsd_hh_L8_sub(v_, (*F3_)));
-    nsd_hh_L8 c_ = nsd_hh_L8_c(0.0);
-    c_ = nsd_hh_L8_add(c_, (*F4_));
-    c_ = nsd_hh_L8_add(c_, (*F5_));
-    c_ = nsd_hh_L8_add(c_, (*F6_));
+    (*F7_) = nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_L10_mul((*F7_), nsd_hh_L10_sub(v_, (*I0_)));
+    (*F8_) = nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_L10_mul((*F8_), nsd_hh_L10_sub(v_, (*I1_)));
+    (*F6_) = nsd_hh_L10_mul((*F2_), nsd_hh_L10_sub(v_, (*F3_)));
+    nsd_hh_L10 c_ = nsd_hh_L10_c(0.0);
+    c_ = nsd_hh_L10_add(c_, (*F4_));
+    c_ = nsd_hh_L10_add(c_, (*F5_));
+    c_ = nsd_hh_L10_add(c_, (*F6_));
     return c_;
 }
 
@@ -768,11 +768,11 @@ NSD_hh_L4_TWIN void nsd_hh_L4_gauss(int n, double *J, double *R, int m) {
             R[c * m + k] = s / J[c * n + c];
         }
 }
-NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
-NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
-NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
 
-NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4 L_alpha = nsd_hh_L4_c(0.0);
     nsd_hh_L4 L_beta = nsd_hh_L4_c(0.0);
@@ -796,7 +796,7 @@ NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_
     (*F11_) = nsd_hh_L4_div(L_alpha, L_sum);
 }
 
-NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
     if (G_[0].v == 0.0) {
         nsd_hh_L4_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
         return;
@@ -847,7 +847,7 @@ NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 
     }
 }
 
-NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4 ret_ = nsd_hh_L4_c(0.0);
     if ((nsd_hh_L4_c((double)((nsd_hh_L4_fabs(nsd_hh_L4_div(A_x, A_y))).v < (nsd_hh_L4_c(1e-6)).v))).v) {
@@ -858,7 +858,7 @@ NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_h
     return ret_;
 }
 
-NSD_hh_L4_FN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
+NSD_hh_L4_FN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
     (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
     nsd_hh_L4_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
     (*F15_) = nsd_hh_L4_add((*F15_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F12_))))), nsd_hh_L4_sub((*F9_), (*F15_))));
@@ -866,12 +866,12 @@ NSD_hh_L4_FN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4
     (*F17_) = nsd_hh_L4_add((*F17_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F14_))))), nsd_hh_L4_sub((*F11_), (*F17_))));
 }
 
-NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, double *I0_, double *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
+NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
     (void)p; (void)i_; (void)node_; (void)G_;
     (*F7_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
-    (*F4_) = nsd_hh_L4_mul((*F7_), nsd_hh_L4_sub_r(v_, (*I0_)));
+    (*F4_) = nsd_hh_L4_mul((*F7_), nsd_hh_L4_sub(v_, (*I0_)));
     (*F8_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
-    (*F5_) = nsd_hh_L4_mul((*F8_), nsd_hh_L4_sub_r(v_, (*I1_)));
+    (*F5_) = nsd_hh_L4_mul((*F8_), nsd_hh_L4_sub(v_, (*I1_)));
     (*F6_) = nsd_hh_L4_mul((*F2_), nsd_hh_L4_sub(v_, (*F3_)));
     nsd_hh_L4 c_ = nsd_hh_L4_c(0.0);
     c_ = nsd_hh_L4_add(c_, (*F4_));
@@ -921,9 +921,9 @@ NSD_hh_L1_ENTRY void nsm_hh_vjpa_init(ns_mech_ppack *p, int i_, int node_, const
     (void)F16_;
     nsd_hh_L1 *F17_ = &Fd_[17];
     (void)F17_;
-    double *I0_ = &p->ion[0].e[NSM_ION(0)];
+    nsd_hh_L1 Id0_ = nsd_hh_L1_c(p->ion[0].e[NSM_ION(0)]), *I0_ = &Id0_;
     (void)I0_;
-    double *I1_ = &p->ion[1].e[NSM_ION(1)];
+    nsd_hh_L1 Id1_ = nsd_hh_L1_c(p->ion[1].e[NSM_ION(1)]), *I1_ = &Id1_;
     (void)I1_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     (*F15_) = nsd_hh_L1_c(0);
@@ -963,11 +963,11 @@ static void nsm_hh_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, d
     }
 }
 
-NSD_hh_L8_HOT void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_hh_L8 Fd_[18], G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
+NSD_hh_L10_HOT void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_hh_L10 Fd_[18], G_[1], v_ = nsd_hh_L10_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L8_c(p->field[k][i_]);
-    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_L8_c(p->global[k]);
+    for (int k = 0; k < 18; ++k) Fd_[k] = nsd_hh_L10_c(p->field[k][i_]);
+    for (int k = 0; k < 1; ++k) G_[k] = nsd_hh_L10_c(p->global[k]);
     Fd_[0].d[1] = 1.0;
     Fd_[1].d[2] = 1.0;
     Fd_[2].d[3] = 1.0;
@@ -975,59 +975,61 @@ NSD_hh_L8_HOT void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, cons
     Fd_[15].d[5] = 1.0;
     Fd_[16].d[6] = 1.0;
     Fd_[17].d[7] = 1.0;
-    nsd_hh_L8 *F0_ = &Fd_[0];
+    nsd_hh_L10 *F0_ = &Fd_[0];
     (void)F0_;
-    nsd_hh_L8 *F1_ = &Fd_[1];
+    nsd_hh_L10 *F1_ = &Fd_[1];
     (void)F1_;
-    nsd_hh_L8 *F2_ = &Fd_[2];
+    nsd_hh_L10 *F2_ = &Fd_[2];
     (void)F2_;
-    nsd_hh_L8 *F3_ = &Fd_[3];
+    nsd_hh_L10 *F3_ = &Fd_[3];
     (void)F3_;
-    nsd_hh_L8 *F4_ = &Fd_[4];
+    nsd_hh_L10 *F4_ = &Fd_[4];
     (void)F4_;
-    nsd_hh_L8 *F5_ = &Fd_[5];
+    nsd_hh_L10 *F5_ = &Fd_[5];
     (void)F5_;
-    nsd_hh_L8 *F6_ = &Fd_[6];
+    nsd_hh_L10 *F6_ = &Fd_[6];
     (void)F6_;
-    nsd_hh_L8 *F7_ = &Fd_[7];
+    nsd_hh_L10 *F7_ = &Fd_[7];
     (void)F7_;
-    nsd_hh_L8 *F8_ = &Fd_[8];
+    nsd_hh_L10 *F8_ = &Fd_[8];
     (void)F8_;
-    nsd_hh_L8 *F9_ = &Fd_[9];
+    nsd_hh_L10 *F9_ = &Fd_[9];
     (void)F9_;
-    nsd_hh_L8 *F10_ = &Fd_[10];
+    nsd_hh_L10 *F10_ = &Fd_[10];
     (void)F10_;
-    nsd_hh_L8 *F11_ = &Fd_[11];
+    nsd_hh_L10 *F11_ = &Fd_[11];
     (void)F11_;
-    nsd_hh_L8 *F12_ = &Fd_[12];
+    nsd_hh_L10 *F12_ = &Fd_[12];
     (void)F12_;
-    nsd_hh_L8 *F13_ = &Fd_[13];
+    nsd_hh_L10 *F13_ = &Fd_[13];
     (void)F13_;
-    nsd_hh_L8 *F14_ = &Fd_[14];
+    nsd_hh_L10 *F14_ = &Fd_[14];
     (void)F14_;
-    nsd_hh_L8 *F15_ = &Fd_[15];
+    nsd_hh_L10 *F15_ = &Fd_[15];
     (void)F15_;
-    nsd_hh_L8 *F16_ = &Fd_[16];
+    nsd_hh_L10 *F16_ = &Fd_[16];
     (void)F16_;
-    nsd_hh_L8 *F17_ = &Fd_[17];
+    nsd_hh_L10 *F17_ = &Fd_[17];
     (void)F17_;
-    double *I0_ = &p->ion[0].e[NSM_ION(0)];
+    nsd_hh_L10 Id0_ = nsd_hh_L10_c(p->ion[0].e[NSM_ION(0)]), *I0_ = &Id0_;
     (void)I0_;
-    double *I1_ = &p->ion[1].e[NSM_ION(1)];
+    Id0_.d[8] = 1.0;
+    nsd_hh_L10 Id1_ = nsd_hh_L10_c(p->ion[1].e[NSM_ION(1)]), *I1_ = &Id1_;
     (void)I1_;
+    Id1_.d[9] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    nsd_hh_L8 g_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L8_add(v_, nsd_hh_L8_c(.001)));
-    nsd_hh_L8 rhs_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    g_ = nsd_hh_L8_div(nsd_hh_L8_sub(g_, rhs_), nsd_hh_L8_c(.001));
-    double a_[NSD_hh_L8_K];
-    for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = 0.0;
+    nsd_hh_L10 g_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L10_add(v_, nsd_hh_L10_c(.001)));
+    nsd_hh_L10 rhs_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
+    g_ = nsd_hh_L10_div(nsd_hh_L10_sub(g_, rhs_), nsd_hh_L10_c(.001));
+    double a_[NSD_hh_L10_K];
+    for (int k = 0; k < NSD_hh_L10_K; ++k) a_[k] = 0.0;
     for (int r = 0; r < 18; ++r) {
         const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+        for (int k = 0; k < NSD_hh_L10_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
     }
     const double lr_ = lo_[18 * s_], ld_ = lo_[19 * s_];
-    for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
-    for (int k = 0; k < NSD_hh_L8_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    for (int k = 0; k < NSD_hh_L10_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
+    for (int k = 0; k < NSD_hh_L10_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
     lf_[1 * s_] += a_[2];
@@ -1042,6 +1044,8 @@ NSD_hh_L8_HOT void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, cons
     lf_[15 * s_] += a_[5];
     lf_[16 * s_] += a_[6];
     lf_[17 * s_] += a_[7];
+    lg_[1 * s_] += a_[8];
+    lg_[5 * s_] += a_[9];
 }
 
 static void nsm_hh_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
@@ -1100,9 +1104,9 @@ NSD_hh_L4_HOT void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const 
     (void)F16_;
     nsd_hh_L4 *F17_ = &Fd_[17];
     (void)F17_;
-    double *I0_ = &p->ion[0].e[NSM_ION(0)];
+    nsd_hh_L4 Id0_ = nsd_hh_L4_c(p->ion[0].e[NSM_ION(0)]), *I0_ = &Id0_;
     (void)I0_;
-    double *I1_ = &p->ion[1].e[NSM_ION(1)];
+    nsd_hh_L4 Id1_ = nsd_hh_L4_c(p->ion[1].e[NSM_ION(1)]), *I1_ = &Id1_;
     (void)I1_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_hh_L4_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
