@@ -44,8 +44,12 @@ extern "C" {
  *    all of a call's instances at once; ns_mech_desc.cuda_hooks: the BEFORE/AFTER
  *    blocks and a density mechanism's CONSTRUCTOR on the device. A library built
  *    for 3 to 6 still loads, without them (the gradients call vjp_* once per
- *    instance; a mechanism with hooks stays off the GPU). */
-#define NS_MECH_ABI_VERSION 7
+ *    instance; a mechanism with hooks stays off the GPU).
+ * 8: ns_mech_desc.vjp_net_receive: the derivative of a point process's
+ *    NET_RECEIVE (the gradients of synapses and weights). A library built for
+ *    3 to 7 still loads, without it (its point processes are not
+ *    differentiable). */
+#define NS_MECH_ABI_VERSION 8
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -594,6 +598,14 @@ typedef struct ns_mech_desc {
      * has no CUDA entry points: cuda_why_not) and a point process's
      * CONSTRUCTOR (likewise). */
     ns_mech_cuda_fn cuda_hooks[NS_MECH_N_HOOKS];
+    /* ABI 8: the vector-Jacobian product of NET_RECEIVE at instance
+     * `instance` for a connection's event of weight `weight` (flag 0):
+     * l_in += J^T l_out, outputs the fields after it (n_fields), inputs (l_in,
+     * 2 + n_fields + n_globals) v at its node, the fields, the GLOBALs, then
+     * the weight. p bound as for net_receive; nothing but l_in is written.
+     * NULL where vjp_* are, without NET_RECEIVE, and in a library built for
+     * ABI 3 to 7. */
+    void (*vjp_net_receive)(ns_mech_ppack *p, int instance, double weight, const double *l_out, double *l_in);
 } ns_mech_desc;
 
 enum {

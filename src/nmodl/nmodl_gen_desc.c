@@ -186,6 +186,9 @@ void nm_emit_desc(gen *g, const char *why) {
     nm_put(g->b, "    {");
     for (int h = 0; h < NS_MECH_N_HOOKS; h++) nm_put(g->b, "%sNULL", h ? ", " : "");
     nm_put(g->b, dev_hooks ? "}\n#endif\n" : "}\n");
+    /* ABI 8: NET_RECEIVE's derivative (nmodl_diff.c) */
+    if (!why && m->net_receive) nm_put(g->b, "    , nsm_%s_vjp_net_receive\n", n);
+    else nm_put(g->b, "    , NULL\n");
     nm_put(g->b, "};\n");
 }
 
