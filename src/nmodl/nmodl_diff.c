@@ -12,7 +12,10 @@
  * adjoints at once (the vector-Jacobian product, never stored). What has no derivative code yet is refused with its
  * FILE:LINE and construct (ns_mech_desc.vjp_why_not): VERBATIM C, KINETIC,
  * LINEAR and NONLINEAR blocks, STEADYSTATE, METHODs other than cnexp, arrays,
- * POINTERs, random numbers, events and point processes. */
+ * POINTERs, random numbers, and in NET_RECEIVE self events, net_event,
+ * net_move, WATCH, FOR_NETCONS, its INITIAL and per-connection state. A point
+ * process's NET_RECEIVE with a connection's weight gets its own product
+ * (nsm_NAME_vjp_net_receive, ABI 8: the weight its last lane). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* The translator's derivative code (ns_mech_desc.vjp_*, src/nmodl/nmodl_diff.c)
  * against an independent reference that does not limit the comparison: the
- * built-in hh's and pas's Jacobians (row r: the vector-Jacobian product of
+ * built-in hh's, pas's, ExpSyn's and Exp2Syn's (and their NET_RECEIVE's: ABI 8's
+ * vjp_net_receive, the weight an input) Jacobians (row r: the vector-Jacobian product of
  * the unit vector e_r; each product also checked to accumulate, l_in +=) of INITIAL, current() and
  * state() at one instance, against Richardson-extrapolated central
  * differences of the forward entry point itself (h, h/2: error O(h^4), steps
@@ -130,7 +131,7 @@ static void check_mech(const char *name, double usetable) {
         printf("  %-3s usetable %g phase %d: worst column error %.2e of the row's largest entry\n", name, usetable,
                phase, w);
         /* a point process's conductance (I(v + .001) - I(v)) / .001 * 1e2/area is small beside I, whose
-         * rounding the differences of it divide by .001 h: 1e-7 there (the rhs row is within 1e-12) */
+         * rounding the differences of it divide by .001 h: 1e-7 there (the rhs row within 1e-9) */
         const double tol = d->kind == NS_MECH_POINT && phase == 1 ? 1e-7 : 1e-9;
         CHECK_MSG(w <= tol, "%s phase %d: the Jacobian vs Richardson differences: %.3g", name, phase, w);
     }
