@@ -66,6 +66,7 @@ struct gev {
     int64_t *syn_type, *syn_inst; /* synapse -> its type in its cell's list, instance */
     int64_t *conn_local;          /* connection -> index among its target cell's incoming */
     int64_t *out_begin, *out_conn; /* connections by source */
+    int64_t *det_begin, *det_src;  /* detectors by cell */
     double *wcur;                 /* the run's weights */
     unsigned char *above;         /* per source: a detector's flag */
     int64_t seq;
@@ -126,6 +127,8 @@ void gev_destroy(gev *e) {
     free(e->conn_local);
     free(e->out_begin);
     free(e->out_conn);
+    free(e->det_begin);
+    free(e->det_src);
     free(e->wcur);
     free(e->above);
     free(e);
@@ -217,13 +220,25 @@ ns_status gev_create(const ns_sim_t *sim, gev **out) {
     e->out_begin = calloc((size_t)net->n_sources + 1, sizeof *e->out_begin);
     e->out_conn = malloc((size_t)(net->n_conns + 1) * sizeof *e->out_conn);
     e->wcur = malloc((size_t)(net->n_conns + 1) * sizeof *e->wcur);
+    e->det_begin = calloc((size_t)sim->n_cells + 1, sizeof *e->det_begin);
+    e->det_src = malloc((size_t)(net->n_sources + 1) * sizeof *e->det_src);
     e->above = calloc((size_t)net->n_sources + 1, 1);
     if (!e->cells || !e->syn_type || !e->syn_inst || !e->conn_local || !e->out_begin || !e->out_conn || !e->wcur ||
-        !e->above) {
+        !e->above || !e->det_begin || !e->det_src) {
         gev_destroy(e);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: network");
     }
     for (int64_t c = 0; c < sim->n_cells && st == NS_OK; ++c) st = cell_types(e, c);
+    for (int64_t s = 0; s < net->n_sources; ++s) /* detectors by cell, in source order */
+        if (net->sources[s].cell >= 0) e->det_begin[net->sources[s].cell + 1]++;
+    for (int64_t c = 0; c < sim->n_cells; ++c) e->det_begin[c + 1] += e->det_begin[c];
+    int64_t *fill = malloc((size_t)(sim->n_cells + 1) * sizeof *fill);
+    if (!fill && st == NS_OK) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: detectors");
+    if (fill) {
+        memcpy(fill, e->det_begin, (size_t)sim->n_cells * sizeof *fill);
+        for (int64_t s = 0; s < net->n_sources; ++s)
+            if (net->sources[s].cell >= 0) e->det_src[fill[net->sources[s].cell]++] = s;
+    }
     /* connections by source (creation order) and by target cell */
     for (int64_t j = 0; j < net->n_conns && st == NS_OK; ++j) {
         e->out_begin[net->conns[j].source + 1]++;
@@ -237,13 +252,14 @@ ns_status gev_create(const ns_sim_t *sim, gev **out) {
         }
     }
     for (int64_t s = 0; s < net->n_sources; ++s) e->out_begin[s + 1] += e->out_begin[s];
-    int64_t *fill = st ? NULL : malloc((size_t)(net->n_sources + 1) * sizeof *fill);
-    if (!st && !fill) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: connections");
-    if (fill) {
+    int64_t *ofill = st ? NULL : realloc(fill, (size_t)(net->n_sources + 1) * sizeof *ofill);
+    if (!st && !ofill) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: connections");
+    if (ofill) {
+        fill = ofill;
         memcpy(fill, e->out_begin, (size_t)net->n_sources * sizeof *fill);
         for (int64_t j = 0; j < net->n_conns; ++j) e->out_conn[fill[net->conns[j].source]++] = j;
-        free(fill);
     }
+    free(fill);
     for (int64_t c = 0; c < sim->n_cells && st == NS_OK; ++c) {
         gev_cell *ce = &e->cells[c];
         ce->lw = calloc((size_t)ce->n_cin + 1, sizeof *ce->lw);
@@ -370,9 +386,9 @@ int gev_needs_raster(const gev *e) {
 ns_status gev_detect(gev *e, int64_t c, const double *v, double t) {
     const sim_net *net = e->net;
     ns_status st = NS_OK;
-    for (int64_t s = 0; s < net->n_sources && st == NS_OK; ++s) {
+    for (int64_t q = e->det_begin[c]; q < e->det_begin[c + 1] && st == NS_OK; ++q) {
+        const int64_t s = e->det_src[q];
         const net_source *so = &net->sources[s];
-        if (so->cell != c) continue;
         const int above = v[so->node] > so->threshold;
         if (above && !e->above[s]) st = spike(e, s, t + 1e-10);
         e->above[s] = (unsigned char)above;

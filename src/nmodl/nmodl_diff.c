@@ -879,8 +879,9 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
     P("    (void)node_; (void)v_; (void)G_; (void)lg_;\n");
     if (!recv) return;
     /* NET_RECEIVE's weight (its last lane) and flag (0: a connection's event) */
+    const char *w = m->net_weight ? m->net_weight : "weight_"; /* NET_RECEIVE () without arguments: unread */
     P("    nsd_%s A_%s = nsd_%s_c(w_), A_flag = nsd_%s_c(0.0);\n    A_%s.d[NSD_%s_K - 1] = 1.0;\n"
-      "    (void)A_flag;\n", d->M, m->net_weight, d->M, d->M, m->net_weight, d->M);
+      "    (void)A_flag; (void)A_%s;\n", d->M, w, d->M, d->M, w, d->M, w);
 }
 /* the lanes' sums over the outputs with an adjoint (the fields' duals, and
  * rhs_, g_ for current()), each added to its input; a field the phase
@@ -1086,7 +1087,8 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         entry_head(d, "net_receive", lane + 3 * n_in);
         copies(d, 1, 0);
         nm_gen_scope_reset(g, 0);
-        if (nm_gen_scope_push(g, m->net_weight, 1) || nm_gen_scope_push(g, "flag", 1)) dfail(d, 1, "(out of memory)");
+        if ((m->net_weight && nm_gen_scope_push(g, m->net_weight, 1)) || nm_gen_scope_push(g, "flag", 1))
+            dfail(d, 1, "(out of memory)");
         if (!d->failed) dlist(d, m->net_receive, 4);
         nm_gen_scope_reset(g, 0);
         entry_tail(d, "net_receive", lane + 3 * n_in, 0);

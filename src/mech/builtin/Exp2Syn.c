@@ -649,7 +649,7 @@ NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjpa_net_receive(ns_mech_ppack *p, int i_,
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_Exp2Syn_L5 A_weight = nsd_Exp2Syn_L5_c(w_), A_flag = nsd_Exp2Syn_L5_c(0.0);
     A_weight.d[NSD_Exp2Syn_L5_K - 1] = 1.0;
-    (void)A_flag;
+    (void)A_flag; (void)A_weight;
     (*F6_) = nsd_Exp2Syn_L5_add((*F6_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
     (*F7_) = nsd_Exp2Syn_L5_add((*F7_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
     double a_[NSD_Exp2Syn_L5_K];

@@ -469,7 +469,7 @@ NSD_ExpSyn_L3_ENTRY void nsm_ExpSyn_vjpa_net_receive(ns_mech_ppack *p, int i_, i
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_ExpSyn_L3 A_weight = nsd_ExpSyn_L3_c(w_), A_flag = nsd_ExpSyn_L3_c(0.0);
     A_weight.d[NSD_ExpSyn_L3_K - 1] = 1.0;
-    (void)A_flag;
+    (void)A_flag; (void)A_weight;
     (*F3_) = nsd_ExpSyn_L3_add((*F3_), A_weight);
     double a_[NSD_ExpSyn_L3_K];
     for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = 0.0;
