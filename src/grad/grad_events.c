@@ -537,7 +537,8 @@ void gev_vjp_deliver(const gev *e, gev_cell *ce, int64_t n, const double *v, con
     int64_t a, b;
     events_of(ce, n, &a, &b);
     if (a == b) return;
-    gev_load(ce, F0);
+    double *v0 = ce->types[0].p.v; /* the replays read v^n */
+    for (int32_t k = 0; k < ce->n_types; ++k) ce->types[k].p.v = (double *)v;
     for (int64_t q = b - 1; q >= a; --q) {
         /* the fields before event q: replay the step's events before it from F0 */
         gev_load(ce, F0);
@@ -549,14 +550,13 @@ void gev_vjp_deliver(const gev *e, gev_cell *ce, int64_t n, const double *v, con
         double *lo = ce->scratch, *li = lo + nf;
         for (int f = 0; f < nf; ++f) lo[f] = lF[ty->off + (int64_t)f * ty->n + ev->inst];
         memset(li, 0, (size_t)n_in * sizeof *li);
-        double *v0 = ty->p.v;
-        bind(ty, (double *)v, ev->t, dt, celsius);
+        bind(ty, NULL, ev->t, dt, celsius);
         d->vjp_net_receive(&ty->p, ev->inst, e->wcur[ce->cin[ev->conn]], lo, li);
-        ty->p.v = v0;
         lv[ty->node[ev->inst]] += li[0];
         for (int f = 0; f < nf; ++f) lF[ty->off + (int64_t)f * ty->n + ev->inst] = li[1 + f];
         ce->lw[ev->conn] += li[n_in - 1];
     }
+    for (int32_t k = 0; k < ce->n_types; ++k) ce->types[k].p.v = v0;
 }
 
 void gev_vjp_init(const gev *e, gev_cell *ce, const double *lF, double *lv, double dt, double celsius) {
