@@ -10,11 +10,17 @@
  *   a chain of three cells: cell 0 spikes from a clamp, its detector drives
  *   an ExpSyn on cell 1, whose spikes drive an Exp2Syn on cell 2, which a
  *   train also reaches through an ExpSyn; the loss over all cells' traces,
- *   the parameters weights and time constants of cells 1 and 2.
+ *   the parameters weights and time constants of cells 1 and 2;
+ *   a library's point process built here, whose NET_RECEIVE is not linear in
+ *   its state, with two events of one step at one instance (the replay of the
+ *   fields between them in the reverse step), its gmax a parameter.
  * The forward pass is the simulation's (traces within 1e-9 mV); checkpoints every 7 steps
  * on two threads give the same bits. */
 #include "check.h"
 #include "load_cell.h"
+#include "test_tmpdir.h"
+#include "neurosolve/nmodl.h"
+#include "mech_build.h"
 
 #define RA0 100.0
 
@@ -26,7 +32,8 @@ static const char *BASE_MODEL = "all.insert = hh pas\nglobal.usetable_hh = 0\nal
 
 enum { MAXC = 8, MAXS = 8 };
 
-/* a network: its connections' weights and its synapses' parameters (ExpSyn: tau, -, e; Exp2Syn: tau1, tau2, e) */
+/* a network: its connections' weights and its synapses' parameters (ExpSyn: tau, -, e; Exp2Syn: tau1,
+ * tau2, e; SatSyn: tau, gmax, e) */
 typedef struct netv {
     double w[MAXC];
     double sp[MAXS][3];
@@ -67,9 +74,9 @@ static int build(const setup *su, int32_t dend, const netcase *nc, const netv *n
     int64_t syn[MAXS], trains[2];
     for (int s = 0; s < nc->n_syns; ++s) {
         CHECK_OK(ns_sim_add_synapse(sim, nc->syn_cell[s], nc->syn_at[s] ? dend : 0, nc->type[s], &syn[s]));
-        const int two = !strcmp(nc->type[s], "Exp2Syn");
+        const int two = !strcmp(nc->type[s], "Exp2Syn"), sat = !strcmp(nc->type[s], "SatSyn");
         CHECK_OK(ns_sim_synapse_set(sim, syn[s], two ? "tau1" : "tau", nv->sp[s][0]));
-        if (two) CHECK_OK(ns_sim_synapse_set(sim, syn[s], "tau2", nv->sp[s][1]));
+        if (two || sat) CHECK_OK(ns_sim_synapse_set(sim, syn[s], two ? "tau2" : "gmax", nv->sp[s][1]));
         CHECK_OK(ns_sim_synapse_set(sim, syn[s], "e", nv->sp[s][2]));
     }
     CHECK_OK(ns_sim_add_spike_source(sim, TRAIN_A, 3, &trains[0]));
@@ -242,6 +249,22 @@ static const pcase CHAIN_P[] = {
     {2, "all", "weight", 6u, 0u, 0, 1e-4},       {1, "all", "tau_ExpSyn", 0u, 1u, 0, 1e-4},
     {2, "all", "tau2_Exp2Syn", 0u, 2u, 1, 1e-4}};
 
+/* A library's point process whose NET_RECEIVE is not linear in its state (a saturating
+ * conductance), reached by two connections from one train with the same delay: two events of one
+ * step at one instance, whose transposes need the fields between them (replayed) */
+static const char *SATSYN = "NEURON {\n POINT_PROCESS SatSyn\n RANGE tau, e, gmax, i\n NONSPECIFIC_CURRENT i\n}\n"
+                            "PARAMETER {\n tau = 2 (ms)\n e = 0 (mV)\n gmax = 0.01 (uS)\n}\n"
+                            "ASSIGNED {\n v (mV)\n i (nA)\n}\nSTATE { g (uS) }\nINITIAL { g = 0 }\n"
+                            "BREAKPOINT {\n SOLVE s METHOD cnexp\n i = g * (v - e)\n}\n"
+                            "DERIVATIVE s { g' = -g / tau }\n"
+                            "NET_RECEIVE (w (uS)) { g = g + w * (1 - g / gmax) }\n";
+static const netcase SAT = {
+    "one cell, a library's saturating synapse, two events at once", 1, 200, 1, {"SatSyn"}, {0}, {1},
+    3, {-1, -1, -2}, {0, 0, 0}, {1.0, 1.0, 0.5}, 0, {{0.004, 0.003, 0.005}, {{1.5, 0.009, 0.0}}}};
+static const pcase SAT_P[] = {{0, "conn:1", "weight", 2u, 0u, 0, 1e-3},     {0, "all", "weight", 7u, 0u, 0, 1e-3},
+                              {0, "all", "tau_SatSyn", 0u, 1u, 0, 1e-3},  {0, "syn:0", "gmax_SatSyn", 0u, 1u, 1, 1e-3},
+                              {0, "all", "e_SatSyn", 0u, 1u, 2, 1e-2}};
+
 int main(void) {
     (void)central_difference; /* grad_check.h's, not used here */
     (void)sim_loss;
@@ -250,6 +273,20 @@ int main(void) {
     if (dend < 0) return check_summary("test_grad_syn");
     run_case(&su, dend, &ONE, ONE_P, (int)(sizeof ONE_P / sizeof *ONE_P));
     run_case(&su, dend, &CHAIN, CHAIN_P, (int)(sizeof CHAIN_P / sizeof *CHAIN_P));
+    if (tmpdir_make("ns_grad_syn") == 0) {
+        FILE *f = fopen(tmp("satsyn.mod"), "w");
+        CHECK(f != NULL);
+        if (f) fputs(SATSYN, f), fclose(f);
+        int skip = 0;
+        ns_mech_library_t *lib = f ? test_mech_from_files(tmp("satsyn.mod"), "libsat.so", &skip) : NULL;
+        if (lib) {
+            su.lib = lib;
+            run_case(&su, dend, &SAT, SAT_P, (int)(sizeof SAT_P / sizeof *SAT_P));
+            su.lib = NULL;
+            ns_mech_library_close(lib);
+        }
+        tmpdir_remove();
+    }
     /* what is refused, by name: a Poisson source */
     {
         built b;
