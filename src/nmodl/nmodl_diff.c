@@ -365,6 +365,7 @@ static int dst(dx *d, const st *s, int ind) {
     }
     case ST_CALL: {
         if (s->e->op == NM_NETCONS_OP) return dfail(d, s->line, "FOR_NETCONS");
+        if (s->e->op == NM_WATCH_OP) return dfail(d, s->line, "WATCH");
         const block *bl = nm_find_block(d->m, s->e->text);
         if (!bl && !strcmp(s->e->text, "printf")) return 0; /* output: nothing to differentiate */
         if (!bl) return dfail(d, s->line, "the call %s()", s->e->text);
@@ -937,7 +938,6 @@ static int refuse_upfront(dx *d) {
     if (m->n_net_args > 1)
         return dfail(d, m->net_receive && m->net_receive->n ? m->net_receive->s[0]->line : 1,
                      "NET_RECEIVE's per-connection state (%d arguments; the weight only)", m->n_net_args);
-    if (m->n_watch) return dfail(d, 1, "WATCH");
     if (m->verbatim) return dfail(d, nm_verbatim_first(m)->file_line, "VERBATIM C");
     if (m->n_pointers) return dfail(d, m->pointers_line[0], "POINTER %s", m->pointers[0]);
     if (m->random_field >= 0) return dfail(d, 1, "random numbers");

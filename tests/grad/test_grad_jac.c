@@ -286,6 +286,9 @@ static void check_fallback(void) {
 
 static const char *NS_MOD = "NEURON { POINT_PROCESS ns NONSPECIFIC_CURRENT i }\nASSIGNED { v i }\nSTATE { g }\n"
                             "BREAKPOINT { i = g * v }\nNET_RECEIVE (w) {\n g = g + w\n net_send(1, 1)\n}\n";
+static const char *WATCH_MOD = "NEURON { POINT_PROCESS wt NONSPECIFIC_CURRENT i }\nASSIGNED { v i }\n"
+                               "STATE { g }\nBREAKPOINT { i = g * v }\nNET_RECEIVE (w) {\n WATCH (v > -20) 2\n"
+                               " g = g + w\n}\n";
 static const char *EU = "NEURON { SUFFIX eu NONSPECIFIC_CURRENT i }\nPARAMETER { g = 0.001 }\nSTATE { a }\n"
                         "ASSIGNED { v i }\nBREAKPOINT {\n SOLVE s METHOD euler\n i = g * a * v\n}\n"
                         "DERIVATIVE s { a' = -a * a }\n";
@@ -311,6 +314,14 @@ int main(void) {
     CHECK_MSG(why && strstr(why, "NULL, NULL, NULL, \"ns.mod:7: no derivative code for the call net_send()\""),
               "net_send refused by FILE:LINE (%s)", why ? strstr(why, "NULL, NULL, NULL") : "no text");
     CHECK(why && strstr(why, "    , NULL\n};")); /* no vjp_net_receive */
+    ns_nmodl_free(why);
+    ns_nmodl_destroy(mod);
+    mod = NULL;
+    why = NULL;
+    CHECK_OK(ns_nmodl_parse_string(WATCH_MOD, "w.mod", &mod));
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &why));
+    CHECK_MSG(why && strstr(why, "\"w.mod:6: no derivative code for WATCH\""), "WATCH refused by FILE:LINE (%s)",
+              why ? strstr(why, "NULL, NULL, NULL") : "no text");
     ns_nmodl_free(why);
     ns_nmodl_destroy(mod);
     mod = NULL;
