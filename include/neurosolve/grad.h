@@ -47,14 +47,17 @@ typedef struct ns_grad_options {
 
 NS_API void ns_grad_options_init(ns_grad_options *options);
 
-/* A gradient handle for `sim` (a model simulation without a network: the
- * synapses' and events' derivatives come later). The ions whose
- * concentration a mechanism writes or whose current one reads are part of
- * the differentiated state (docs/gradients.md, "Ions"). Mechanisms that
- * write an ion's reversal potential, draw random numbers or have POINTERs
- * are refused (NS_ERR_UNSUPPORTED naming the mechanism and what it does),
- * and those of a library built for mechanism ABI 7 or before that use such
- * an ion. options may be NULL (defaults). */
+/* A gradient handle for `sim` (a model simulation; with a network, its event
+ * times are fixed: found by each run's forward pass, docs/gradients.md
+ * "Synapses, weights and events"; Poisson sources, point processes' net_event,
+ * synapse types with ions, POINTERs, random numbers, per-connection state or
+ * NET_RECEIVE the translator did not differentiate are refused, naming them).
+ * The ions whose concentration a mechanism writes or whose current one reads
+ * are part of the differentiated state (docs/gradients.md, "Ions").
+ * Mechanisms that write an ion's reversal potential, draw random numbers or
+ * have POINTERs are refused (NS_ERR_UNSUPPORTED naming the mechanism and what
+ * it does), and those of a library built for mechanism ABI 7 or before that
+ * use such an ion. options may be NULL (defaults). */
 NS_API ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns_grad_t **out);
 NS_API void ns_grad_destroy(ns_grad_t *grad);
 
@@ -67,7 +70,12 @@ NS_API void ns_grad_destroy(ns_grad_t *grad);
  *                     compartments `where` selects where MECH is inserted
  *                     or a GLOBAL PARAMETER of it (one value per cell: `where` "all"; not
  *                     usetable_MECH)
- * and `where` a region selector (soma, axon, basal, apical, other, dend, all), a
+ *   weight            the weights of the connections onto cell `cell`'s synapses that
+ *                     `where` selects: all, conn:K (connection K), syn:K (those onto
+ *                     synapse K) or a synapse type (Exp2Syn)
+ *   NAME_MECH         of a synapse type (tau2_Exp2Syn): a RANGE PARAMETER of the cell's
+ *                     point processes of that type, `where` all or syn:K (synapse K)
+ * and otherwise `where` a region selector (soma, axon, basal, apical, other, dend, all), a
  * section (sec:K) or a compartment (cN). The parameter is one value given to all
  * the compartments it selects: until ns_grad_set_param, they keep the model's
  * values, and its derivative is the sum of theirs. *index: the parameter's place

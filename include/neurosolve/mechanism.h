@@ -52,7 +52,10 @@ extern "C" {
  *    as its input's; ns_mech_desc.cuda_errors and ns_mech_error.flag (whether the
  *    device code can record an error; older libraries: it may, read after every
  *    interval). A library built for 3 to 7 still loads; the gradients refuse its
- *    mechanisms where an ion's values change (docs/gradients.md). */
+ *    mechanisms where an ion's values change (docs/gradients.md); and
+ *    ns_mech_desc.vjp_net_receive: the derivative of a point process's NET_RECEIVE
+ *    (the gradients of synapses and weights; without it, a library's point
+ *    processes are not differentiable). */
 #define NS_MECH_ABI_VERSION 8
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
@@ -615,6 +618,14 @@ typedef struct ns_mech_desc {
      * ppack.error (NS_MECH_CUDA_ERRORS_*, below); the GPU loop gives a mechanism that cannot
      * no error record and reads nothing for it */
     int cuda_errors;
+    /* ABI 8: the vector-Jacobian product of NET_RECEIVE at instance
+     * `instance` for a connection's event of weight `weight` (flag 0):
+     * l_in += J^T l_out, outputs the fields after it (n_fields), inputs (l_in,
+     * 2 + n_fields + n_globals) v at its node, the fields, the GLOBALs, then
+     * the weight. p bound as for net_receive; nothing but l_in is written.
+     * NULL where vjp_* are, without NET_RECEIVE, and in a library built for
+     * ABI 3 to 7. */
+    void (*vjp_net_receive)(ns_mech_ppack *p, int instance, double weight, const double *l_out, double *l_in);
 } ns_mech_desc;
 
 /* ns_mech_desc.cuda_errors. UNKNOWN (0, a library built before the field or a descriptor that

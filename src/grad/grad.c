@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "grad/grad_ion.h"
+#include "grad/grad_events.h"
 #include "mech/blocks.h"
 #include "sim/sim_impl.h"
 #include "neurosolve/grad.h"
@@ -27,12 +28,12 @@
 #include <omp.h>
 #endif
 
-enum { P_CM, P_RA, P_VINIT, P_FIELD, P_GLOBAL };
+enum { P_CM, P_RA, P_VINIT, P_FIELD, P_GLOBAL, P_NET };
 
 typedef struct gparam {
     int64_t cell;
     int kind;
-    int32_t mech, field; /* P_FIELD: the field; P_GLOBAL: the GLOBAL */
+    int32_t mech, field; /* P_FIELD: the field; P_GLOBAL: the GLOBAL; P_NET: field, its index in grad_events.c */
     unsigned char *on;   /* per node of the cell's shape: selected (P_CM, P_FIELD) */
     int set;
     double value;
@@ -42,9 +43,10 @@ typedef struct gcell {
     int64_t cell;
     int32_t shape, n;
     model_block *mb;
-    int64_t S;           /* doubles of the state */
-    int64_t o_ion;       /* where its ion part starts (grad_ion.h): after the fields */
+    int64_t S;           /* doubles of the state: v, the density mechanisms' fields, the synapses' (ev), the ions' */
+    int64_t o_ion;       /* where its ion part starts (grad_ion.h): after the fields and the synapses' */
     double *snap;        /* the ion parts before each mechanism's INITIAL or state() (n_mechs + 1) */
+    gev_cell *ev;        /* its synapses and events (grad_events.c), NULL: none */
     double *a, *b, *cap; /* this cell's coefficients (Ra, cm applied) */
     double ra_scale;     /* a and b are the shape's times this */
     double v_init;
@@ -61,6 +63,7 @@ typedef struct gcell {
 struct ns_grad {
     const ns_sim_t *sim;
     const sim_model *model;
+    gev *ev;                /* the network (grad_events.c), NULL: none */
     ns_grad_options options;
     int64_t n_cells;
     gcell *cells;
@@ -93,6 +96,7 @@ static void save_state(const ns_grad_t *g, const gcell *gc, double *S) {
             memcpy(S + o, ns_model_block_field(gc->mb, k, f), (size_t)ni * sizeof *S);
     }
     gion_save(g->ion, gc->mb, gc->n, S + gc->o_ion);
+    if (gc->ev) gev_save(gc->ev, S + o);
 }
 
 static void load_state(const ns_grad_t *g, gcell *gc, const double *S) {
@@ -104,6 +108,7 @@ static void load_state(const ns_grad_t *g, gcell *gc, const double *S) {
             memcpy(ns_model_block_field_data(gc->mb, k, f), S + o, (size_t)ni * sizeof *S);
     }
     gion_load(g->ion, gc->mb, gc->n, S + gc->o_ion);
+    if (gc->ev) gev_load(gc->ev, S + o);
 }
 
 /* mechanism k's fields from F (field-major, n_fields * instances) */
@@ -131,11 +136,15 @@ static void currents(const ns_grad_t *g, gcell *gc, double tm) {
     memset(gc->rhs, 0, (size_t)n * sizeof *gc->rhs);
     memset(gc->d, 0, (size_t)n * sizeof *gc->d);
     ns_model_block_zero_ions(model, gc->mb);
+    const double dt = sim->params.dt, celsius = sim->params.celsius;
+    int32_t slot = 0; /* the synapses' types merged in by NEURON's type order, as sim/cpu/step.c's model_pass */
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         if (k == model->n_before_clamp) clamps(gc, s, tm, gc->rhs);
-        ns_model_block_current(model, gc->mb, k, gc->v, gc->rhs, gc->d, tm, sim->params.dt, sim->params.celsius);
+        if (gc->ev && k >= model->n_before_clamp) gev_current(gc->ev, &slot, model->mechs[k].key, tm, dt, celsius);
+        ns_model_block_current(model, gc->mb, k, gc->v, gc->rhs, gc->d, tm, dt, celsius);
     }
     if (model->n_before_clamp == model->n_mechs) clamps(gc, s, tm, gc->rhs);
+    if (gc->ev) gev_current(gc->ev, &slot, INT32_MAX, tm, dt, celsius);
     for (int32_t i = 0; i < n; ++i) gc->d[i] += gc->cap[i];
     for (int32_t i = 1; i < n; ++i) {
         gc->d[i] -= gc->b[i];
@@ -159,17 +168,22 @@ static int solve(const ns_grad_t *g, gcell *gc) {
     return ns_hines_solve_one(n, s->parent, gc->a, gc->b, gc->dw, gc->x) >= 0 ? -1 : 0;
 }
 
-/* The tape of one step of a recomputed segment: S^n, then the state after
- * the current phase (v^n and the fields F^c), x and d of the solve. */
-static size_t tape_of(const gcell *gc) { return 2 * (size_t)gc->S + 2 * (size_t)gc->n; }
+/* The tape of one step of a recomputed segment: S^n (after the step's
+ * events), then the state after the current phase (v^n and the fields F^c),
+ * x and d of the solve, the synapses' fields before the events. */
+static size_t tape_of(const gcell *gc) { return 2 * (size_t)gc->S + 2 * (size_t)gc->n + (size_t)gev_fields(gc->ev); }
 
 /* One step from the loaded state at time t (v, fields updated). With tape,
  * its record is written (the state before it included); last: the step's
  * state phase is skipped (the segment's last step, whose result the
  * reverse sweep has). Returns 0, or -1 when v is not finite or a pivot was
  * bad. */
-static int step(const ns_grad_t *g, gcell *gc, double t, double *tape, int last) {
+static int step(const ns_grad_t *g, gcell *gc, int64_t n, double t, double *tape, int last) {
     const double dt = g->sim->params.dt;
+    if (gc->ev) { /* the events of step n (NEURON's deliver_net_events) */
+        if (tape) gev_save(gc->ev, tape + 2 * gc->S + 2 * gc->n);
+        gev_deliver(g->ev, gc->ev, n, t, dt, g->sim->params.celsius);
+    }
     if (tape) save_state(g, gc, tape);
     currents(g, gc, ns_sim_half_step(t, dt));
     if (tape) save_state(g, gc, tape + gc->S);
@@ -189,6 +203,7 @@ static int step(const ns_grad_t *g, gcell *gc, double t, double *tape, int last)
         ns_model_block_phase(g->model, gc->mb, k, 0, gc->v, t1, dt, g->sim->params.celsius);
         ns_model_block_nernst(g->model, gc->mb, k, g->sim->params.celsius);
     }
+    if (gc->ev) gev_state(gc->ev, t1, dt, g->sim->params.celsius);
     return bad ? -1 : 0;
 }
 
@@ -237,6 +252,7 @@ static void initialize(const ns_grad_t *g, gcell *gc, double *F, double *snap) {
         ns_model_block_nernst(g->model, gc->mb, k, sim->params.celsius);
     }
     if (snap) gion_save(g->ion, gc->mb, gc->n, snap + (size_t)g->model->n_mechs * ion_S);
+    if (gc->ev) gev_init(g->ev, gc->ev, sim->params.dt, sim->params.celsius);
 }
 
 /* ---- mechanisms' vector-Jacobian products ---- */
@@ -338,9 +354,9 @@ static void ions_before(const ns_grad_t *g, gcell *gc, int32_t k, double *lion) 
     gion_load(g->ion, gc->mb, gc->n, gc->snap + (size_t)k * ion_S);
 }
 
-/* From the tape T of step n (tape_of) at time t and the adjoint lS of
+/* From the tape T of step `step` (tape_of) at time t and the adjoint lS of
  * S^{n+1}: lS becomes that of S^n. */
-static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double t) {
+static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t step, double t) {
     const ns_sim_t *sim = g->sim;
     const sim_shape *s = &sim->shapes[gc->shape];
     const sim_model *model = g->model;
@@ -360,6 +376,9 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double 
         if (lion) ions_before(g, gc, k, lion);
         mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + o, lion);
     }
+    const double celsius = sim->params.celsius;
+    const int64_t o_syn = field_off(g, gc, model->n_mechs); /* the synapses' fields in S */
+    if (gc->ev) gev_vjp_state(gc->ev, t1, gc->vn, Fc + o_syn, gc->lS + o_syn, lv, gc->lFc + o_syn, dt, celsius);
     /* the solve: A^T y = l(x) = l(vn); l(v^n) = l(vn) + the axial terms' */
     memcpy(gc->y, lv, (size_t)n * sizeof *gc->y);
     memcpy(gc->dw, d, (size_t)n * sizeof *gc->dw);
@@ -400,9 +419,12 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, double 
         o += m;
     }
     if (lion_n) gion_zero_i(g->ion, n, lion_n);
+    if (gc->ev) gev_vjp_current(gc->ev, tm, S, S + o, gc->lFc + o, gc->y, ld, lvn, gc->lSn + o, dt, celsius);
     double *sw = gc->lS;
     gc->lS = gc->lSn;
     gc->lSn = sw;
+    /* the step's events: S above is after them; the fields before them are taped last */
+    if (gc->ev) gev_vjp_deliver(g->ev, gc->ev, step, S, x + 2 * n, gc->lS + o_syn, gc->lS, dt, celsius);
 }
 
 /* ---- runs ---- */
@@ -488,7 +510,7 @@ static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t
             ck_times(gc, r)[n / r->K] = t;
         }
         if (one) times[n] = t;
-        if (step(g, gc, t, one ? tape + (size_t)n * tape_of(gc) : NULL, 0)) {
+        if (step(g, gc, n, t, one ? tape + (size_t)n * tape_of(gc) : NULL, 0)) {
             int32_t bad = 0;
             while (bad < gc->n - 1 && isfinite(gc->v[bad])) ++bad;
             r->fault_step[c] = n + 1;
@@ -509,6 +531,7 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
     memset(gc->lb, 0, (size_t)n * sizeof *gc->lb);
     memset(gc->lcap, 0, (size_t)n * sizeof *gc->lcap);
     memset(gc->lglob, 0, (size_t)g->goff[g->model->n_mechs] * sizeof *gc->lglob);
+    if (gc->ev) gev_reverse_begin(gc->ev);
     const int64_t n_ck = (r->steps + r->K - 1) / r->K;
     const size_t R = tape_of(gc);
     double *seg = gc->ck + (size_t)n_ck * (size_t)gc->S, *times = seg + (size_t)r->K * R;
@@ -518,12 +541,12 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
         load_state(g, gc, gc->ck + (size_t)c * (size_t)gc->S);
         for (int64_t q = n_ck == 1 ? n1 : n0; q < n1; ++q) { /* one segment: the forward pass taped it */
             times[q - n0] = t;
-            step(g, gc, t, seg + (size_t)(q - n0) * R, q + 1 == n1);
+            step(g, gc, q, t, seg + (size_t)(q - n0) * R, q + 1 == n1);
             t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
         }
         for (int64_t q = n1 - 1; q >= n0; --q) {
             add_loss_adjoint(g, gc, r, q + 1);
-            reverse_step(g, gc, seg + (size_t)(q - n0) * R, times[q - n0]);
+            reverse_step(g, gc, seg + (size_t)(q - n0) * R, q, times[q - n0]);
         }
     }
     add_loss_adjoint(g, gc, r, 0);
@@ -540,6 +563,9 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
         pre_init_fields(g, gc, k, gc->Fc + o);
         mech_vjp(g, gc, k, PH_INIT, 0.0, gc->v, gc->Fc + o, gc->lS + o, gc->lSn, gc->lSn + o, lion);
     }
+    if (gc->ev)
+        gev_vjp_init(g->ev, gc->ev, gc->lS + field_off(g, gc, g->model->n_mechs), gc->lSn, g->sim->params.dt,
+                     g->sim->params.celsius);
     for (int32_t i = 0; i < n; ++i) l_vnodes += gc->lS[i] + gc->lSn[i];
     gc->l_vinit = l_vnodes;
     /* lSn now holds l(fields before INITIAL) (from n on) */
@@ -562,6 +588,7 @@ static double param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p) {
     }
     case P_VINIT: return gc->l_vinit;
     case P_GLOBAL: return gc->lglob[g->goff[p->mech] + p->field];
+    case P_NET: return gev_param_grad(g->ev, gc->ev, p->field);
     default: {
         int64_t o = gc->n;
         for (int32_t k = 0; k < p->mech; ++k) o += n_fields_of(g, gc, k);
@@ -593,6 +620,30 @@ static void apply_cable(const ns_grad_t *g, gcell *gc) {
         gc->a[i] = s->a[i] * gc->ra_scale;
         gc->b[i] = s->b[i] * gc->ra_scale;
     }
+}
+
+/* The run's events (grad_events.c): the trains'; with detectors that reach
+ * synapses, every cell in lockstep (the simulation's phases) to find their
+ * spikes, which the gradient then holds fixed */
+static ns_status events_pass(ns_grad_t *g, int64_t steps) {
+    const double dt = g->sim->params.dt;
+    ns_status st = gev_run_begin(g->ev);
+    if (st == NS_OK && gev_needs_raster(g->ev)) {
+        for (int64_t c = 0; c < g->n_cells && st == NS_OK; ++c) {
+            apply_cable(g, &g->cells[c]);
+            initialize(g, &g->cells[c], g->cells[c].Fc, NULL);
+            st = gev_detect(g->ev, c, g->cells[c].v, 0.0);
+        }
+        double t = 0.0;
+        for (int64_t n = 0; n < steps && st == NS_OK; ++n) {
+            const double t1 = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
+            for (int64_t c = 0; c < g->n_cells; ++c) step(g, &g->cells[c], n, t, NULL, 0); /* faults: forward_cell's */
+            for (int64_t c = 0; c < g->n_cells && st == NS_OK; ++c) st = gev_detect(g->ev, c, g->cells[c].v, t1);
+            t = t1;
+        }
+    }
+    gev_run_ready(g->ev, steps, dt);
+    return st;
 }
 
 ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
@@ -628,6 +679,7 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
         most = want > most ? want : most;
     }
     g->bytes = g->work_bytes + most * (size_t)(threads < nc ? threads : nc);
+    if (st == NS_OK && g->ev) st = events_pass(g, steps);
     if (st == NS_OK) {
         memset(r.traces, 0, n_samp * sizeof *r.traces);
 #ifdef NS_HAVE_OPENMP
@@ -710,6 +762,7 @@ void ns_grad_destroy(ns_grad_t *g) {
     gion_free(g->ion);
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
     free(g->params);
+    gev_destroy(g->ev);
     free(g->goff);
     free(g->gwant);
     free(g->cells);
@@ -723,9 +776,6 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
     if (!sim->model)
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient: the simulation needs a model (ns_sim_options.model: the "
                                            "built-in pas and hh or a mechanism library)");
-    if (sim->net)
-        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: a simulation with synapses or a network is not "
-                                           "differentiable yet (docs/gradients.md)");
     if (sim->dist) return ns_fail(NS_ERR_UNSUPPORTED, "gradient: a simulation spread over processes");
     if (options && (options->checkpoint_every < 0 || options->threads < 0))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_create: checkpoint_every = %lld and threads = %d must be >= 0",
@@ -748,6 +798,11 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
     g->n_cells = sim->n_cells;
     g->cells = calloc((size_t)sim->n_cells, sizeof *g->cells);
     g->goff = calloc((size_t)sim->model->n_mechs + 1, sizeof *g->goff);
+    ns_status ste = gev_create(sim, &g->ev);
+    if (ste) {
+        ns_grad_destroy(g);
+        return ste;
+    }
     for (int32_t k = 0; g->goff && k < sim->model->n_mechs; ++k)
         g->goff[k + 1] = g->goff[k] + sim->model->mechs[k].desc->n_globals;
     const size_t n_glob = g->goff ? (size_t)g->goff[sim->model->n_mechs] : 0;
@@ -762,7 +817,8 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->n = sim->shapes[gc->shape].n;
         st = ns_model_block_create(sim->model, NULL, gc->shape, gc->n, 1, NULL, &gc->mb); /* its own TABLEs */
         if (st) break;
-        gc->S = gc->n;
+        gc->ev = gev_cell_of(g->ev, c);
+        gc->S = gc->n + gev_fields(gc->ev);
         int64_t max_out = 0, max_jac = 0;
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
@@ -814,7 +870,9 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->out = gc->lSn + S;
         gc->jac = gc->out + n;
         g->work_bytes += tot * sizeof(double);
+        if (gc->ev) st = gev_cell_bind(g->ev, c, gc->v, gc->rhs, gc->d, gc->mb);
     }
+    g->work_bytes += gev_bytes(g->ev);
     if (st) {
         ns_grad_destroy(g);
         return st;
@@ -842,6 +900,23 @@ static int is_region(const char *where) {
     return 0;
 }
 
+static ns_status push_param(ns_grad_t *g, gparam *p, const char *name, int32_t *index) {
+    if (g->n_params == g->cap_params) {
+        const int32_t cap = g->cap_params ? 2 * g->cap_params : 8;
+        gparam *np = realloc(g->params, (size_t)cap * sizeof *np);
+        if (!np) {
+            free(p->on);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient parameter %s", name);
+        }
+        g->params = np;
+        g->cap_params = cap;
+    }
+    g->params[g->n_params] = *p;
+    if (index) *index = g->n_params;
+    g->n_params++;
+    return NS_OK;
+}
+
 ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const char *name, int32_t *index) {
     if (!g || !where || !name)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_add_param: grad, where and name must not be NULL");
@@ -852,6 +927,12 @@ ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const
     const gcell *gc = &g->cells[cell];
     const sim_shape *s = &sim->shapes[gc->shape];
     gparam p = {cell, P_FIELD, -1, -1, NULL, 0, 0.0};
+    ns_status ne = gev_add_param(g->ev, cell, where, name, &p.field); /* weight, a synapse type's parameter */
+    if (ne) return ne;
+    if (p.field >= 0) {
+        p.kind = P_NET;
+        return push_param(g, &p, name, index);
+    }
     if (!strcmp(name, "cm")) p.kind = P_CM;
     else if (!strcmp(name, "Ra")) p.kind = P_RA;
     else if (!strcmp(name, "v_init")) p.kind = P_VINIT;
@@ -923,21 +1004,8 @@ ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "gradient parameter %s at %s: no compartment of cell %lld%s", name,
                        where, (long long)cell, p.kind == P_FIELD ? " where the mechanism is inserted" : " with membrane");
     }
-    if (g->n_params == g->cap_params) {
-        const int32_t cap = g->cap_params ? 2 * g->cap_params : 8;
-        gparam *np = realloc(g->params, (size_t)cap * sizeof *np);
-        if (!np) {
-            free(p.on);
-            return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient parameter %s", name);
-        }
-        g->params = np;
-        g->cap_params = cap;
-    }
     if (p.kind == P_GLOBAL) g->gwant[g->goff[p.mech] + p.field] = 1;
-    g->params[g->n_params] = p;
-    if (index) *index = g->n_params;
-    g->n_params++;
-    return NS_OK;
+    return push_param(g, &p, name, index);
 }
 
 ns_status ns_grad_set_param(ns_grad_t *g, int32_t index, double value) {
@@ -950,6 +1018,7 @@ ns_status ns_grad_set_param(ns_grad_t *g, int32_t index, double value) {
                        value);
     g->params[index].value = value;
     g->params[index].set = 1;
+    if (kind == P_NET) gev_set_param(g->ev, g->params[index].field, value);
     return NS_OK;
 }
 
@@ -967,6 +1036,7 @@ ns_status ns_grad_get_param(const ns_grad_t *g, int32_t index, double *value) {
     case P_RA: *value = g->sim->params.Ra; return NS_OK;
     case P_VINIT: *value = g->sim->params.v_init; return NS_OK;
     case P_GLOBAL: *value = g->model->mechs[p->mech].globals[p->field]; return NS_OK;
+    case P_NET: *value = gev_get_param(g->ev, p->field); return NS_OK;
     case P_CM:
         for (int32_t i = 0; i < gc->n; ++i)
             if (p->on[i]) {

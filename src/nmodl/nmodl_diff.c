@@ -14,7 +14,10 @@
  * adjoints at once (the vector-Jacobian product, never stored). What has no derivative code yet is refused with its
  * FILE:LINE and construct (ns_mech_desc.vjp_why_not): VERBATIM C, KINETIC,
  * LINEAR and NONLINEAR blocks, STEADYSTATE, METHODs other than cnexp, arrays,
- * POINTERs, random numbers, events and point processes. */
+ * POINTERs, random numbers, and in NET_RECEIVE self events, net_event,
+ * net_move, WATCH, FOR_NETCONS, its INITIAL and per-connection state. A point
+ * process's NET_RECEIVE with a connection's weight gets its own product
+ * (nsm_NAME_vjp_net_receive, ABI 8: the weight its last lane). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,6 +368,7 @@ static int dst(dx *d, const st *s, int ind) {
     }
     case ST_CALL: {
         if (s->e->op == NM_NETCONS_OP) return dfail(d, s->line, "FOR_NETCONS");
+        if (s->e->op == NM_WATCH_OP) return dfail(d, s->line, "WATCH");
         const block *bl = nm_find_block(d->m, s->e->text);
         if (!bl && !strcmp(s->e->text, "printf")) return 0; /* output: nothing to differentiate */
         if (!bl) return dfail(d, s->line, "the call %s()", s->e->text);
@@ -687,12 +691,13 @@ static void copies(dx *d, int v_too, int conc) {
  * *lv_ (1 for one instance's vectors, p->n for a block's rows). */
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
-    const int nf = m->n_fields, ng = m->n_globals;
+    const int nf = m->n_fields, ng = m->n_globals, recv = !strcmp(phase, "net_receive");
     /* current() and state() run every step: in AVX2 and baseline clones where the forward
      * loops have clones (NSM_CLONES; the AVX-512 one costs the library's build more than it
-     * gains); INITIAL once a run: one function */
-    P("NSD_%s_%s void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, "
-      "double *lf_, double *lg_) {\n", d->M, strcmp(phase, "init") ? "HOT" : "ENTRY", d->m->name, phase);
+     * gains); INITIAL and NET_RECEIVE (once a run, once an event): one function */
+    P("NSD_%s_%s void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, %sconst double *lo_, int s_, double *lv_, "
+      "double *lf_, double *lg_%s) {\n", d->M, strcmp(phase, "init") && !recv ? "HOT" : "ENTRY", d->m->name, phase,
+      recv ? "double w_, " : "", recv ? ", double *lw_" : "");
     P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
     P("    for (int k = 0; k < %d; ++k) Fd_[k] = nsd_%s_c(p->field[k][i_]);\n", nf, d->M);
@@ -710,6 +715,11 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
         k++;
     }
     P("    (void)node_; (void)v_; (void)G_; (void)lg_;\n");
+    if (!recv) return;
+    /* NET_RECEIVE's weight (its last lane) and flag (0: a connection's event) */
+    const char *w = m->net_weight ? m->net_weight : "weight_"; /* NET_RECEIVE () without arguments: unread */
+    P("    nsd_%s A_%s = nsd_%s_c(w_), A_flag = nsd_%s_c(0.0);\n    A_%s.d[NSD_%s_K - 1] = 1.0;\n"
+      "    (void)A_flag; (void)A_%s;\n", d->M, w, d->M, d->M, w, d->M, w);
 }
 /* the lanes' sums over the outputs with an adjoint (the fields' duals, and
  * rhs_, g_ for current()), each added to its input; a field the phase
@@ -737,6 +747,14 @@ static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
         if (lane[j] >= 0) P("    %s[%d * s_] += a_[%d];\n", arr, at, lane[j]);
         else if (lane[j] == -2) P("    %s[%d * s_] += lo_[%d * s_];\n", arr, at, j - 1);
     }
+    if (!strcmp(phase, "net_receive")) { /* the weight's lane; one instance per call (an event) */
+        P("    *lw_ += a_[NSD_%s_K - 1];\n}\n\n", d->M);
+        P("static void nsm_%s_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {\n"
+          "    nsm_%s_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, "
+          "li_ + 1, li_ + %d, li_ + %d);\n}\n\n",
+          M, M, 1 + nf, n_in);
+        return;
+    }
     P("}\n\n");
     P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
       "    nsm_%s_vjpa_%s(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, "
@@ -751,11 +769,15 @@ static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
 
 static int refuse_upfront(dx *d) {
     const struct ns_nmodl *m = d->m;
-    if (m->point) return dfail(d, 1, "a POINT_PROCESS (synapses are not differentiable yet)");
+    if (m->artificial) return dfail(d, 1, "an ARTIFICIAL_CELL");
+    if (m->net_initial)
+        return dfail(d, m->net_initial->n ? m->net_initial->s[0]->line : 1, "NET_RECEIVE's INITIAL block");
+    if (m->n_net_args > 1)
+        return dfail(d, m->net_receive && m->net_receive->n ? m->net_receive->s[0]->line : 1,
+                     "NET_RECEIVE's per-connection state (%d arguments; the weight only)", m->n_net_args);
     if (m->verbatim) return dfail(d, nm_verbatim_first(m)->file_line, "VERBATIM C");
     if (m->n_pointers) return dfail(d, m->pointers_line[0], "POINTER %s", m->pointers[0]);
     if (m->random_field >= 0) return dfail(d, 1, "random numbers");
-    if (m->net_receive || m->events) return dfail(d, 1, "NET_RECEIVE");
     for (int i = 0; i < m->n_vars; i++)
         if (m->vars[i].size) return dfail(d, m->vars[i].line, "the array %s", m->vars[i].name);
     for (int i = 0; i < m->n_blocks; i++) {
@@ -827,21 +849,23 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     const size_t mark = nm_gen_mark(g);
     const int nf = m->n_fields, n_in = 1 + nf + m->n_globals + 4 * m->n_ions;
     if (refuse_upfront(d)) return 1;
+    /* the phases: INITIAL, current(), state() and NET_RECEIVE (a point process's) */
+    const int n_ph = m->net_receive ? 4 : 3;
     unsigned char *rd = malloc(3 * (size_t)n_in);
-    int *lane = malloc(3 * (size_t)n_in * sizeof *lane);
+    int *lane = malloc(4 * (size_t)n_in * sizeof *lane);
     if (!rd || !lane) {
         free(rd);
         free(lane);
         return -1;
     }
-    int K[3];
-    for (int ph = 0; ph < 3; ph++) {
+    int K[4];
+    for (int ph = 0; ph < n_ph; ph++) {
         nm_diff_phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
         int n = 0;
         /* -2: a field the phase never writes nor reads: out = in */
         for (int j = 0; j < n_in; j++)
             lane[ph * n_in + j] = rd[j] ? n++ : (j >= 1 && j <= nf && !rd[2 * n_in + j]) ? -2 : -1;
-        K[ph] = n > 0 ? n : 1;
+        K[ph] = ph == 3 ? n + 1 : n > 0 ? n : 1; /* NET_RECEIVE: the weight's lane last */
         /* the currents see an ion current's partial sum (the mechanisms before them): refused */
         for (int i = 0; ph == 1 && i < m->n_vars && !d->failed; i++) {
             const var *v = &m->vars[i];
@@ -857,9 +881,9 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     /* the duals of each phase carry its own lanes: a dual type, its runtime and the twins per
      * lane count (nsd_NAME_L<K>), shared by the phases with the same count */
-    char T[3][96];
-    for (int ph = 0; ph < 3; ph++) snprintf(T[ph], sizeof T[ph], "%s_L%d", m->name, K[ph]);
-    for (int ph = 0; ph < 3 && !d->failed; ph++) {
+    char T[4][96];
+    for (int ph = 0; ph < n_ph; ph++) snprintf(T[ph], sizeof T[ph], "%s_L%d", m->name, K[ph]);
+    for (int ph = 0; ph < n_ph && !d->failed; ph++) {
         int seen = 0;
         for (int q = 0; q < ph; q++) seen |= K[q] == K[ph];
         d->M = T[ph];
@@ -885,6 +909,8 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
     put_args(d);
     P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
+    if (m->point) /* a point process's nA to the node's mA/cm2: 1e2 / area (the forward code's order) */
+        P("    g_ = nsd_%s_mul_r(g_, p->weight[i_]);\n    rhs_ = nsd_%s_mul_r(rhs_, p->weight[i_]);\n", d->M, d->M);
     entry_tail(d, "current", lane + n_in, 1);
     /* state (nsm_NAME_state_F) */
     d->M = T[2];
@@ -904,6 +930,17 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         P(";\n");
     }
     entry_tail(d, "state", lane + 2 * n_in, 0);
+    if (n_ph == 4 && !d->failed) { /* NET_RECEIVE (nsm_NAME_net_receive_F) with a connection's weight */
+        d->M = T[3];
+        entry_head(d, "net_receive", lane + 3 * n_in);
+        copies(d, 1, 0);
+        nm_gen_scope_reset(g, 0);
+        if ((m->net_weight && nm_gen_scope_push(g, m->net_weight, 1)) || nm_gen_scope_push(g, "flag", 1))
+            dfail(d, 1, "(out of memory)");
+        if (!d->failed) dlist(d, m->net_receive, 4);
+        nm_gen_scope_reset(g, 0);
+        entry_tail(d, "net_receive", lane + 3 * n_in, 0);
+    }
     free(lane);
     if (d->failed) {
         nm_gen_cut(g, mark);

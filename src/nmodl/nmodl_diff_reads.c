@@ -144,7 +144,7 @@ static void rw_list(rw *a, const stlist *l) {
     a->n_local = base;
 }
 
-/* the inputs phase (0 init, 1 current, 2 state) reads into read, the fields it may write into
+/* the inputs phase (0 init, 1 current, 2 state, 3 NET_RECEIVE) reads into read, the fields it may write into
  * may (n_in each; wrote: room) */
 void nm_diff_phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
                          unsigned char *may, int n_in) {
@@ -167,7 +167,8 @@ void nm_diff_phase_reads(const struct ns_nmodl *m, int phase, unsigned char *rea
         if (v->field < 0) continue;
         if ((v->copy_in && v->ion < 0) || (phase == 0 && v->cls == V_STATE && v->ion < 0))
             wrote[1 + v->field] = may[1 + v->field] = 1;
-        if (v->copy_in || (v->ion >= 0 && (v->ion_what == 'c' || v->ion_what == 'o'))) may[1 + v->field] = 1;
+        if (v->copy_in || (phase != 3 && v->ion >= 0 && (v->ion_what == 'c' || v->ion_what == 'o')))
+            may[1 + v->field] = 1;
     }
     if (phase == 0) {
         if (m->initial) rw_list(&a, m->initial);
@@ -177,6 +178,10 @@ void nm_diff_phase_reads(const struct ns_nmodl *m, int phase, unsigned char *rea
                 if (m->breakpoint->s[i]->kind != ST_SOLVE) rw_st(&a, m->breakpoint->s[i]);
             for (int k = 0; k < m->n_currents; k++) rw_name(&a, m->currents[k]);
         }
+    } else if (phase == 3) { /* NET_RECEIVE: its arguments and flag are not inputs (the weight has its own lane) */
+        for (int k = 0; k < m->n_net_args && a.n_local < 250; k++) a.local[a.n_local++] = m->net_args[k];
+        a.local[a.n_local++] = "flag";
+        if (m->net_receive) rw_list(&a, m->net_receive);
     } else if (!m->n_currents) {
         rw_list(&a, m->breakpoint);
     } else {

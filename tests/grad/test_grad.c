@@ -225,13 +225,6 @@ int main(void) {
         CHECK_OK(ns_grad_create(hs, NULL, &gh));
         ns_grad_destroy(gh);
         ns_sim_destroy(hs);
-        /* synapses (the network's derivatives come later) */
-        ns_sim_model_t *ms = NULL;
-        ns_sim_t *ss = make_sim(&su, su.cell, 1, &BASE, &ms);
-        CHECK_OK(ns_sim_add_synapse(ss, 0, 0, "ExpSyn", NULL));
-        CHECK_FAILS(ns_grad_create(ss, NULL, &gh), NS_ERR_UNSUPPORTED, "synapses");
-        ns_sim_destroy(ss);
-        ns_sim_model_destroy(ms);
     }
     free(grad);
     free(tr);

@@ -1,6 +1,7 @@
 /* The translator's derivative code (ns_mech_desc.vjp_*, src/nmodl/nmodl_diff.c)
  * against an independent reference that does not limit the comparison: the
- * built-in hh's and pas's Jacobians (row r: the vector-Jacobian product of
+ * built-in hh's, pas's, ExpSyn's and Exp2Syn's (and their NET_RECEIVE's: ABI 8's
+ * vjp_net_receive, the weight an input) Jacobians (row r: the vector-Jacobian product of
  * the unit vector e_r; each product also checked to accumulate, l_in +=) of INITIAL, current() and
  * state() at one instance, against Richardson-extrapolated central
  * differences of the forward entry point itself (h, h/2: error O(h^4), steps
@@ -25,7 +26,8 @@ static const ns_mech_desc *builtin(const char *name) {
     return NULL;
 }
 
-/* the phase's outputs at inputs x = (v, fields, globals): fields, then (current) rhs and d */
+/* the phase's outputs at inputs x = (v, fields, globals; NET_RECEIVE, phase 3: then the weight):
+ * fields, then (current) rhs and d */
 static void eval(comp *c, inst *m, int phase, const double *x, double *out) {
     const ns_mech_desc *d = m->d;
     c->v = x[0];
@@ -34,7 +36,8 @@ static void eval(comp *c, inst *m, int phase, const double *x, double *out) {
     c->rhs = c->d = 0.0;
     if (phase == 0) d->init(&m->p);
     else if (phase == 1) d->current(&m->p);
-    else d->state(&m->p);
+    else if (phase == 2) d->state(&m->p);
+    else d->net_receive(&m->p, 0, x[1 + d->n_fields + d->n_globals]);
     for (int f = 0; f < d->n_fields; ++f) out[f] = m->fields[f];
     out[d->n_fields] = c->rhs;
     out[d->n_fields + 1] = c->d;
@@ -43,12 +46,12 @@ static void eval(comp *c, inst *m, int phase, const double *x, double *out) {
 /* the worst column error of mechanism m's phase at x, relative to each row's largest entry */
 static double check_phase(comp *c, inst *m, int phase, const double *x0) {
     const ns_mech_desc *d = m->d;
-    const int nf = d->n_fields, n_in = 1 + nf + d->n_globals, n_out = nf + (phase == 1 ? 2 : 0);
+    const int nf = d->n_fields, n_in = 1 + nf + d->n_globals + (phase == 3), n_out = nf + (phase == 1 ? 2 : 0);
     double x[80], op[80], om[80], J[80 * 80], R[80 * 80], D1[80], out0[80];
     void (*vjp)(ns_mech_ppack *, int, const double *, double *) =
-        phase == 0 ? d->vjp_init : phase == 1 ? d->vjp_current : d->vjp_state;
-    CHECK(vjp != NULL && n_in <= 80);
-    if (!vjp || n_in > 80) return 1.0;
+        phase == 0 ? d->vjp_init : phase == 1 ? d->vjp_current : phase == 2 ? d->vjp_state : NULL;
+    CHECK((phase == 3 ? d->vjp_net_receive != NULL : vjp != NULL) && n_in <= 80);
+    if ((phase == 3 ? !d->vjp_net_receive : !vjp) || n_in > 80) return 1.0;
     memcpy(x, x0, (size_t)n_in * sizeof *x);
     eval(c, m, phase, x, out0);
     memcpy(x, x0, (size_t)n_in * sizeof *x); /* the entry point reads the inputs where the phase does */
@@ -59,14 +62,16 @@ static double check_phase(comp *c, inst *m, int phase, const double *x0) {
     for (int o = 0; o < n_out; ++o) { /* row o = e_o^T J; a second product adds the same again */
         double e[82] = {0}, li[80] = {0};
         e[o] = 1.0;
-        vjp(&m->p, 0, e, li);
+        if (phase == 3) d->vjp_net_receive(&m->p, 0, x0[n_in - 1], e, li);
+        else vjp(&m->p, 0, e, li);
         memcpy(J + o * n_in, li, (size_t)n_in * sizeof *li);
-        vjp(&m->p, 0, e, li);
+        if (phase == 3) d->vjp_net_receive(&m->p, 0, x0[n_in - 1], e, li);
+        else vjp(&m->p, 0, e, li);
         for (int j = 0; j < n_in; ++j) accumulates &= li[j] == 2 * J[o * n_in + j];
     }
     CHECK_MSG(accumulates, "%s phase %d: the product adds to l_in", d->name, phase);
     for (int j = 0; j < n_in; ++j) {
-        const int is_switch = j > nf && strncmp(d->global_names[j - 1 - nf], "usetable", 8) == 0;
+        const int is_switch = j > nf && j <= nf + d->n_globals && strncmp(d->global_names[j - 1 - nf], "usetable", 8) == 0;
         const double h0 = 1e-3 * fmax(fabs(x0[j]), 1e-2);
         for (int pass = 0; pass < 2; ++pass) {
             const double h = pass ? h0 / 2 : h0;
@@ -116,14 +121,19 @@ static void check_mech(const char *name, double usetable) {
     double x[80];
     x[0] = -52.3;
     for (int f = 0; f < d->n_fields; ++f) x[1 + f] = m->fields[f];
-    for (int f = d->n_params + d->n_assigned; f < d->n_fields; ++f) x[1 + f] *= 1.07; /* states off the steady state */
+    for (int f = d->n_params + d->n_assigned; f < d->n_fields; ++f) /* states off the steady state (a synapse's: on) */
+        x[1 + f] = d->kind == NS_MECH_POINT ? 0.013 * (f + 1) : x[1 + f] * 1.07;
     for (int q = 0; q < d->n_globals; ++q) x[1 + d->n_fields + q] = m->globals[q];
+    x[1 + d->n_fields + d->n_globals] = 0.0021; /* NET_RECEIVE's weight [uS] */
     m->p.t = 0.0125;
-    for (int phase = 0; phase < 3; ++phase) {
+    for (int phase = 0; phase < (d->net_receive ? 4 : 3); ++phase) {
         const double w = check_phase(&c, m, phase, x);
         printf("  %-3s usetable %g phase %d: worst column error %.2e of the row's largest entry\n", name, usetable,
                phase, w);
-        CHECK_MSG(w <= 1e-9, "%s phase %d: the Jacobian vs Richardson differences: %.3g", name, phase, w);
+        /* a point process's conductance (I(v + .001) - I(v)) / .001 * 1e2/area is small beside I, whose
+         * rounding the differences of it divide by .001 h: 1e-7 there (the rhs row within 1e-9) */
+        const double tol = d->kind == NS_MECH_POINT && phase == 1 ? 1e-7 : 1e-9;
+        CHECK_MSG(w <= tol, "%s phase %d: the Jacobian vs Richardson differences: %.3g", name, phase, w);
     }
     free_comp(&c);
 }
@@ -274,6 +284,11 @@ static void check_fallback(void) {
     ns_nmodl_destroy(mod);
 }
 
+static const char *NS_MOD = "NEURON { POINT_PROCESS ns NONSPECIFIC_CURRENT i }\nASSIGNED { v i }\nSTATE { g }\n"
+                            "BREAKPOINT { i = g * v }\nNET_RECEIVE (w) {\n g = g + w\n net_send(1, 1)\n}\n";
+static const char *WATCH_MOD = "NEURON { POINT_PROCESS wt NONSPECIFIC_CURRENT i }\nASSIGNED { v i }\n"
+                               "STATE { g }\nBREAKPOINT { i = g * v }\nNET_RECEIVE (w) {\n WATCH (v > -20) 2\n"
+                               " g = g + w\n}\n";
 static const char *EU = "NEURON { SUFFIX eu NONSPECIFIC_CURRENT i }\nPARAMETER { g = 0.001 }\nSTATE { a }\n"
                         "ASSIGNED { v i }\nBREAKPOINT {\n SOLVE s METHOD euler\n i = g * a * v\n}\n"
                         "DERIVATIVE s { a' = -a * a }\n";
@@ -285,13 +300,31 @@ int main(void) {
     check_mech("hh", 0.0);
     check_mech("hh", 1.0);
     check_mech("pas", 0.0);
+    check_mech("ExpSyn", 0.0); /* point processes: current() in nA scaled by 1e2/area; NET_RECEIVE (phase 3) */
+    check_mech("Exp2Syn", 0.0);
     check_block("hh", 0.0);
     check_block("hh", 1.0);
     check_block("pas", 0.0);
-    /* point processes and what nmodl_diff.c has no code for: NULL entry points and the reason */
-    const ns_mech_desc *syn = builtin("ExpSyn");
-    CHECK(syn && !syn->vjp_state && syn->vjp_why_not && strstr(syn->vjp_why_not, "POINT_PROCESS"));
+    /* what nmodl_diff.c has no code for: NULL entry points and the reason (a NET_RECEIVE with a
+     * self event; euler) */
     ns_nmodl_t *mod = NULL;
+    char *why = NULL;
+    CHECK_OK(ns_nmodl_parse_string(NS_MOD, "ns.mod", &mod));
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &why));
+    CHECK_MSG(why && strstr(why, "NULL, NULL, NULL, \"ns.mod:7: no derivative code for the call net_send()\""),
+              "net_send refused by FILE:LINE (%s)", why ? strstr(why, "NULL, NULL, NULL") : "no text");
+    CHECK(why && strstr(why, "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL\n};")); /* no vjp_net_receive */
+    ns_nmodl_free(why);
+    ns_nmodl_destroy(mod);
+    mod = NULL;
+    why = NULL;
+    CHECK_OK(ns_nmodl_parse_string(WATCH_MOD, "w.mod", &mod));
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &why));
+    CHECK_MSG(why && strstr(why, "\"w.mod:6: no derivative code for WATCH\""), "WATCH refused by FILE:LINE (%s)",
+              why ? strstr(why, "NULL, NULL, NULL") : "no text");
+    ns_nmodl_free(why);
+    ns_nmodl_destroy(mod);
+    mod = NULL;
     CHECK_OK(ns_nmodl_parse_string(EU, "eu.mod", &mod));
     char *text = NULL;
     if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &text));
@@ -306,10 +339,11 @@ int main(void) {
      * version's layout without derivatives (the junk in their place not read); 5: with its
      * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not
      * read); 6: with both, without the block products of 7 (NULL: the gradients call the
-     * per-instance ones); every one with cuda_errors UNKNOWN (0: may fail on the device) */
+     * per-instance ones); 7: with them, without NET_RECEIVE's product (ABI 8); every one with
+     * cuda_errors UNKNOWN (0: may fail on the device) */
     if (tmpdir_make("ns_grad_jac")) return 1;
     check_fallback();
-    for (int version = 3; version <= 6; ++version) {
+    for (int version = 3; version <= 7; ++version) {
         FILE *f = fopen(tmp("old.c"), "w");
         CHECK(f != NULL);
         if (!f) break;
@@ -319,13 +353,14 @@ int main(void) {
                 "static void fn(ns_mech_ppack *p) { (void)p; }\n"
                 "typedef void (*vjp_fn)(ns_mech_ppack *, int, const double *, double *);\n"
                 "typedef void (*vjpn_fn)(ns_mech_ppack *, const double *, double *, double *, double *);\n"
+                "typedef void (*vnr_fn)(ns_mech_ppack *, int, double, const double *, double *);\n"
                 "static const ns_mech_desc d = {.abi_version = %d, .name = \"old\", .kind = NS_MECH_DENSITY,"
                 " .n_fields = 1, .n_params = 1, .field_names = names, .field_defaults = defs, .init = fn,"
                 " .current = fn, .state = fn, .vjp_init = (vjp_fn)1, .vjp_current = (vjp_fn)1,"
                 " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\", .fused_index = 7,"
                 " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1,"
                 " .vjp_init_n = (vjpn_fn)1, .vjp_current_n = (vjpn_fn)1, .vjp_state_n = (vjpn_fn)1,"
-                " .cuda_errors = NS_MECH_CUDA_ERRORS_NONE};\n"
+                " .cuda_errors = NS_MECH_CUDA_ERRORS_NONE, .vjp_net_receive = (vnr_fn)1};\n"
                 "static const ns_mech_desc *const mechs[] = {&d};\n"
                 "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
@@ -341,14 +376,18 @@ int main(void) {
         ns_mech_library_t *lib = NULL;
         CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
         const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
-        CHECK_MSG(od && !od->vjp_init_n && !od->vjp_current_n && !od->vjp_state_n, "ABI %d: no block products",
-                  version);
+        CHECK_MSG(od && !od->vjp_net_receive, "ABI %d: no NET_RECEIVE product (ABI 8)", version);
         /* the junk NONE not read: its device code may fail (a record read every interval) */
         CHECK_MSG(od && od->cuda_errors == NS_MECH_CUDA_ERRORS_UNKNOWN, "ABI %d: cuda_errors %d", version,
                   od ? od->cuda_errors : -1);
-        if (version == 6)
-            CHECK_MSG(od && od->fused_index == 7 && od->vjp_state && od->cuda_fused_state, "ABI 6: its fused launches "
-                      "and per-instance products kept");
+        if (version == 7)
+            CHECK_MSG(od && od->vjp_init_n && od->vjp_current_n && od->vjp_state_n, "ABI 7: its block products kept");
+        else
+            CHECK_MSG(od && !od->vjp_init_n && !od->vjp_current_n && !od->vjp_state_n, "ABI %d: no block products",
+                      version);
+        if (version >= 6)
+            CHECK_MSG(od && od->fused_index == 7 && od->vjp_state && od->cuda_fused_state, "ABI %d: its fused launches "
+                      "and per-instance products kept", version);
         else
             CHECK_MSG(od && od->fused_index == -1 && !od->cuda_fused_current && !od->cuda_fused_state,
                       "ABI %d: no fused launches", version);

@@ -26,8 +26,8 @@ static int translated(const char *path, const char *text) {
     ns_nmodl_destroy(m);
     const char *desc = c ? strstr(c, "_desc = {") : NULL;
     const int r = !desc                                          ? -1
-                  : strstr(desc, "NS_MECH_CUDA_ERRORS_FLAGGED\n}") ? FLAGGED
-                  : strstr(desc, "NS_MECH_CUDA_ERRORS_NONE\n}")    ? NONE
+                  : strstr(desc, "NS_MECH_CUDA_ERRORS_FLAGGED,\n") ? FLAGGED
+                  : strstr(desc, "NS_MECH_CUDA_ERRORS_NONE,\n")    ? NONE
                                                                  : -1;
     ns_nmodl_free(c);
     return r;

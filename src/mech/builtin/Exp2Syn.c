@@ -94,6 +94,586 @@ static void nsm_Exp2Syn_net_receive(ns_mech_ppack *p, int i, double w) {
     nsm_Exp2Syn_net_receive_w(p, i, w_, 0.0);
 }
 
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 8 fields, the 0 GLOBALs), 3 for the phases that read that many ---- */
+enum { NSD_Exp2Syn_L3_K = 3 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_Exp2Syn_L3_FN static inline __attribute__((always_inline, unused))
+#define NSD_Exp2Syn_L3_TWIN static inline __attribute__((unused))
+#define NSD_Exp2Syn_L3_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_Exp2Syn_L3_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_Exp2Syn_L3_HOT NSD_Exp2Syn_L3_ENTRY
+#endif
+#else
+#define NSD_Exp2Syn_L3_FN static inline
+#define NSD_Exp2Syn_L3_TWIN static inline
+#define NSD_Exp2Syn_L3_ENTRY static
+#define NSD_Exp2Syn_L3_HOT static
+#endif
+typedef struct nsd_Exp2Syn_L3 { double v, d[NSD_Exp2Syn_L3_K]; } nsd_Exp2Syn_L3;
+#define NSD_Exp2Syn_L3_OP(body) nsd_Exp2Syn_L3 r; body; return r
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_c(double x) { NSD_Exp2Syn_L3_OP(r.v = x; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = 0.0); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
+    NSD_Exp2Syn_L3_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
+    NSD_Exp2Syn_L3_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
+    NSD_Exp2Syn_L3_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
+    NSD_Exp2Syn_L3_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3 a) { NSD_Exp2Syn_L3_OP(r.v = -a.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = -a.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_f1(nsd_Exp2Syn_L3 a, double f, double df) {
+    NSD_Exp2Syn_L3_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3 a) { const double e = nsm_exp(a.v); return nsd_Exp2Syn_L3_f1(a, e, e); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_expm1(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, expm1(a.v), exp(a.v)); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_log(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, log(a.v), 1.0 / a.v); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_log10(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sqrt(nsd_Exp2Syn_L3 a) { const double s = sqrt(a.v); return nsd_Exp2Syn_L3_f1(a, s, 0.5 / s); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_fabs(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sin(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, sin(a.v), cos(a.v)); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_cos(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, cos(a.v), -sin(a.v)); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_tan(nsd_Exp2Syn_L3 a) { const double t = tan(a.v); return nsd_Exp2Syn_L3_f1(a, t, 1.0 + t * t); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_tanh(nsd_Exp2Syn_L3 a) { const double t = tanh(a.v); return nsd_Exp2Syn_L3_f1(a, t, 1.0 - t * t); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_atan(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_floor(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, floor(a.v), 0.0); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_ceil(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, ceil(a.v), 0.0); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_exprelr(nsd_Exp2Syn_L3 a) {
+    if (1.0 + a.v == 1.0) return nsd_Exp2Syn_L3_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_Exp2Syn_L3_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_pow(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_Exp2Syn_L3_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_fmin(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) { nsd_Exp2Syn_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_fmax(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) { nsd_Exp2Syn_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v + c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v - c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v * c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_div_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v / c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_pow_r(nsd_Exp2Syn_L3 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_Exp2Syn_L3_f1(a, f, da);
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c + b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = b.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c - b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = -b.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c * b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_div_l(double c, nsd_Exp2Syn_L3 b) {
+    NSD_Exp2Syn_L3_OP(r.v = c / b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_pow_l(double c, nsd_Exp2Syn_L3 b) {
+    const double f = pow(c, b.v);
+    return nsd_Exp2Syn_L3_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_Exp2Syn_L3_TWIN void nsd_Exp2Syn_L3_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+
+NSD_Exp2Syn_L3_FN void nsd_Exp2Syn_L3_d_state(ns_mech_ppack *p, nsd_Exp2Syn_L3 *F0_, nsd_Exp2Syn_L3 *F1_, nsd_Exp2Syn_L3 *F2_, nsd_Exp2Syn_L3 *F3_, nsd_Exp2Syn_L3 *F4_, nsd_Exp2Syn_L3 *F5_, nsd_Exp2Syn_L3 *F6_, nsd_Exp2Syn_L3 *F7_, nsd_Exp2Syn_L3 *G_, int i_, int node_, nsd_Exp2Syn_L3 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    (*F6_) = nsd_Exp2Syn_L3_add((*F6_), nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3_sub(nsd_Exp2Syn_L3_c(1.), nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3_c(p->dt), nsd_Exp2Syn_L3_div_l((-1.0), (*F0_))))), nsd_Exp2Syn_L3_sub(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3_c(0.0)), nsd_Exp2Syn_L3_div_l((-1.0), (*F0_))), (*F6_))));
+    (*F7_) = nsd_Exp2Syn_L3_add((*F7_), nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3_sub(nsd_Exp2Syn_L3_c(1.), nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3_c(p->dt), nsd_Exp2Syn_L3_div_l((-1.0), (*F1_))))), nsd_Exp2Syn_L3_sub(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3_c(0.0)), nsd_Exp2Syn_L3_div_l((-1.0), (*F1_))), (*F7_))));
+}
+
+NSD_Exp2Syn_L3_TWIN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_cur(ns_mech_ppack *p, nsd_Exp2Syn_L3 *F0_, nsd_Exp2Syn_L3 *F1_, nsd_Exp2Syn_L3 *F2_, nsd_Exp2Syn_L3 *F3_, nsd_Exp2Syn_L3 *F4_, nsd_Exp2Syn_L3 *F5_, nsd_Exp2Syn_L3 *F6_, nsd_Exp2Syn_L3 *F7_, nsd_Exp2Syn_L3 *G_, int i_, int node_, nsd_Exp2Syn_L3 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F4_) = nsd_Exp2Syn_L3_sub((*F7_), (*F6_));
+    (*F3_) = nsd_Exp2Syn_L3_mul((*F4_), nsd_Exp2Syn_L3_sub(v_, (*F2_)));
+    nsd_Exp2Syn_L3 c_ = nsd_Exp2Syn_L3_c(0.0);
+    c_ = nsd_Exp2Syn_L3_add(c_, (*F3_));
+    return c_;
+}
+
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 8 fields, the 0 GLOBALs), 4 for the phases that read that many ---- */
+enum { NSD_Exp2Syn_L4_K = 4 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_Exp2Syn_L4_FN static inline __attribute__((always_inline, unused))
+#define NSD_Exp2Syn_L4_TWIN static inline __attribute__((unused))
+#define NSD_Exp2Syn_L4_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_Exp2Syn_L4_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_Exp2Syn_L4_HOT NSD_Exp2Syn_L4_ENTRY
+#endif
+#else
+#define NSD_Exp2Syn_L4_FN static inline
+#define NSD_Exp2Syn_L4_TWIN static inline
+#define NSD_Exp2Syn_L4_ENTRY static
+#define NSD_Exp2Syn_L4_HOT static
+#endif
+typedef struct nsd_Exp2Syn_L4 { double v, d[NSD_Exp2Syn_L4_K]; } nsd_Exp2Syn_L4;
+#define NSD_Exp2Syn_L4_OP(body) nsd_Exp2Syn_L4 r; body; return r
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_c(double x) { NSD_Exp2Syn_L4_OP(r.v = x; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = 0.0); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
+    NSD_Exp2Syn_L4_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
+    NSD_Exp2Syn_L4_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
+    NSD_Exp2Syn_L4_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_div(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
+    NSD_Exp2Syn_L4_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_neg(nsd_Exp2Syn_L4 a) { NSD_Exp2Syn_L4_OP(r.v = -a.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = -a.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_f1(nsd_Exp2Syn_L4 a, double f, double df) {
+    NSD_Exp2Syn_L4_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_exp(nsd_Exp2Syn_L4 a) { const double e = nsm_exp(a.v); return nsd_Exp2Syn_L4_f1(a, e, e); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_expm1(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, expm1(a.v), exp(a.v)); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_log(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, log(a.v), 1.0 / a.v); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_log10(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sqrt(nsd_Exp2Syn_L4 a) { const double s = sqrt(a.v); return nsd_Exp2Syn_L4_f1(a, s, 0.5 / s); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_fabs(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sin(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, sin(a.v), cos(a.v)); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_cos(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, cos(a.v), -sin(a.v)); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_tan(nsd_Exp2Syn_L4 a) { const double t = tan(a.v); return nsd_Exp2Syn_L4_f1(a, t, 1.0 + t * t); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_tanh(nsd_Exp2Syn_L4 a) { const double t = tanh(a.v); return nsd_Exp2Syn_L4_f1(a, t, 1.0 - t * t); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_atan(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_floor(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, floor(a.v), 0.0); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_ceil(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, ceil(a.v), 0.0); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_exprelr(nsd_Exp2Syn_L4 a) {
+    if (1.0 + a.v == 1.0) return nsd_Exp2Syn_L4_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_Exp2Syn_L4_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_pow(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_Exp2Syn_L4_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_fmin(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) { nsd_Exp2Syn_L4 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_fmax(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) { nsd_Exp2Syn_L4 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v + c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v - c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v * c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_div_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v / c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_pow_r(nsd_Exp2Syn_L4 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_Exp2Syn_L4_f1(a, f, da);
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c + b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = b.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c - b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = -b.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c * b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_div_l(double c, nsd_Exp2Syn_L4 b) {
+    NSD_Exp2Syn_L4_OP(r.v = c / b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_pow_l(double c, nsd_Exp2Syn_L4 b) {
+    const double f = pow(c, b.v);
+    return nsd_Exp2Syn_L4_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_Exp2Syn_L4_TWIN void nsd_Exp2Syn_L4_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+
+NSD_Exp2Syn_L4_FN void nsd_Exp2Syn_L4_d_state(ns_mech_ppack *p, nsd_Exp2Syn_L4 *F0_, nsd_Exp2Syn_L4 *F1_, nsd_Exp2Syn_L4 *F2_, nsd_Exp2Syn_L4 *F3_, nsd_Exp2Syn_L4 *F4_, nsd_Exp2Syn_L4 *F5_, nsd_Exp2Syn_L4 *F6_, nsd_Exp2Syn_L4 *F7_, nsd_Exp2Syn_L4 *G_, int i_, int node_, nsd_Exp2Syn_L4 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    (*F6_) = nsd_Exp2Syn_L4_add((*F6_), nsd_Exp2Syn_L4_mul(nsd_Exp2Syn_L4_sub(nsd_Exp2Syn_L4_c(1.), nsd_Exp2Syn_L4_exp(nsd_Exp2Syn_L4_mul(nsd_Exp2Syn_L4_c(p->dt), nsd_Exp2Syn_L4_div_l((-1.0), (*F0_))))), nsd_Exp2Syn_L4_sub(nsd_Exp2Syn_L4_div(nsd_Exp2Syn_L4_neg(nsd_Exp2Syn_L4_c(0.0)), nsd_Exp2Syn_L4_div_l((-1.0), (*F0_))), (*F6_))));
+    (*F7_) = nsd_Exp2Syn_L4_add((*F7_), nsd_Exp2Syn_L4_mul(nsd_Exp2Syn_L4_sub(nsd_Exp2Syn_L4_c(1.), nsd_Exp2Syn_L4_exp(nsd_Exp2Syn_L4_mul(nsd_Exp2Syn_L4_c(p->dt), nsd_Exp2Syn_L4_div_l((-1.0), (*F1_))))), nsd_Exp2Syn_L4_sub(nsd_Exp2Syn_L4_div(nsd_Exp2Syn_L4_neg(nsd_Exp2Syn_L4_c(0.0)), nsd_Exp2Syn_L4_div_l((-1.0), (*F1_))), (*F7_))));
+}
+
+NSD_Exp2Syn_L4_TWIN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_cur(ns_mech_ppack *p, nsd_Exp2Syn_L4 *F0_, nsd_Exp2Syn_L4 *F1_, nsd_Exp2Syn_L4 *F2_, nsd_Exp2Syn_L4 *F3_, nsd_Exp2Syn_L4 *F4_, nsd_Exp2Syn_L4 *F5_, nsd_Exp2Syn_L4 *F6_, nsd_Exp2Syn_L4 *F7_, nsd_Exp2Syn_L4 *G_, int i_, int node_, nsd_Exp2Syn_L4 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F4_) = nsd_Exp2Syn_L4_sub((*F7_), (*F6_));
+    (*F3_) = nsd_Exp2Syn_L4_mul((*F4_), nsd_Exp2Syn_L4_sub(v_, (*F2_)));
+    nsd_Exp2Syn_L4 c_ = nsd_Exp2Syn_L4_c(0.0);
+    c_ = nsd_Exp2Syn_L4_add(c_, (*F3_));
+    return c_;
+}
+
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 8 fields, the 0 GLOBALs), 5 for the phases that read that many ---- */
+enum { NSD_Exp2Syn_L5_K = 5 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_Exp2Syn_L5_FN static inline __attribute__((always_inline, unused))
+#define NSD_Exp2Syn_L5_TWIN static inline __attribute__((unused))
+#define NSD_Exp2Syn_L5_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_Exp2Syn_L5_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_Exp2Syn_L5_HOT NSD_Exp2Syn_L5_ENTRY
+#endif
+#else
+#define NSD_Exp2Syn_L5_FN static inline
+#define NSD_Exp2Syn_L5_TWIN static inline
+#define NSD_Exp2Syn_L5_ENTRY static
+#define NSD_Exp2Syn_L5_HOT static
+#endif
+typedef struct nsd_Exp2Syn_L5 { double v, d[NSD_Exp2Syn_L5_K]; } nsd_Exp2Syn_L5;
+#define NSD_Exp2Syn_L5_OP(body) nsd_Exp2Syn_L5 r; body; return r
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_c(double x) { NSD_Exp2Syn_L5_OP(r.v = x; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = 0.0); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
+    NSD_Exp2Syn_L5_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
+    NSD_Exp2Syn_L5_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
+    NSD_Exp2Syn_L5_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_div(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
+    NSD_Exp2Syn_L5_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_neg(nsd_Exp2Syn_L5 a) { NSD_Exp2Syn_L5_OP(r.v = -a.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = -a.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_f1(nsd_Exp2Syn_L5 a, double f, double df) {
+    NSD_Exp2Syn_L5_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_exp(nsd_Exp2Syn_L5 a) { const double e = nsm_exp(a.v); return nsd_Exp2Syn_L5_f1(a, e, e); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_expm1(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, expm1(a.v), exp(a.v)); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_log(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, log(a.v), 1.0 / a.v); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_log10(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sqrt(nsd_Exp2Syn_L5 a) { const double s = sqrt(a.v); return nsd_Exp2Syn_L5_f1(a, s, 0.5 / s); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_fabs(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sin(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, sin(a.v), cos(a.v)); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_cos(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, cos(a.v), -sin(a.v)); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_tan(nsd_Exp2Syn_L5 a) { const double t = tan(a.v); return nsd_Exp2Syn_L5_f1(a, t, 1.0 + t * t); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_tanh(nsd_Exp2Syn_L5 a) { const double t = tanh(a.v); return nsd_Exp2Syn_L5_f1(a, t, 1.0 - t * t); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_atan(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_floor(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, floor(a.v), 0.0); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_ceil(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, ceil(a.v), 0.0); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_exprelr(nsd_Exp2Syn_L5 a) {
+    if (1.0 + a.v == 1.0) return nsd_Exp2Syn_L5_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_Exp2Syn_L5_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_pow(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_Exp2Syn_L5_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_fmin(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) { nsd_Exp2Syn_L5 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_fmax(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) { nsd_Exp2Syn_L5 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v + c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v - c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v * c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_div_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v / c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_pow_r(nsd_Exp2Syn_L5 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_Exp2Syn_L5_f1(a, f, da);
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c + b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = b.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c - b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = -b.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c * b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_div_l(double c, nsd_Exp2Syn_L5 b) {
+    NSD_Exp2Syn_L5_OP(r.v = c / b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_pow_l(double c, nsd_Exp2Syn_L5 b) {
+    const double f = pow(c, b.v);
+    return nsd_Exp2Syn_L5_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_Exp2Syn_L5_TWIN void nsd_Exp2Syn_L5_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+
+NSD_Exp2Syn_L5_FN void nsd_Exp2Syn_L5_d_state(ns_mech_ppack *p, nsd_Exp2Syn_L5 *F0_, nsd_Exp2Syn_L5 *F1_, nsd_Exp2Syn_L5 *F2_, nsd_Exp2Syn_L5 *F3_, nsd_Exp2Syn_L5 *F4_, nsd_Exp2Syn_L5 *F5_, nsd_Exp2Syn_L5 *F6_, nsd_Exp2Syn_L5 *F7_, nsd_Exp2Syn_L5 *G_, int i_, int node_, nsd_Exp2Syn_L5 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    (*F6_) = nsd_Exp2Syn_L5_add((*F6_), nsd_Exp2Syn_L5_mul(nsd_Exp2Syn_L5_sub(nsd_Exp2Syn_L5_c(1.), nsd_Exp2Syn_L5_exp(nsd_Exp2Syn_L5_mul(nsd_Exp2Syn_L5_c(p->dt), nsd_Exp2Syn_L5_div_l((-1.0), (*F0_))))), nsd_Exp2Syn_L5_sub(nsd_Exp2Syn_L5_div(nsd_Exp2Syn_L5_neg(nsd_Exp2Syn_L5_c(0.0)), nsd_Exp2Syn_L5_div_l((-1.0), (*F0_))), (*F6_))));
+    (*F7_) = nsd_Exp2Syn_L5_add((*F7_), nsd_Exp2Syn_L5_mul(nsd_Exp2Syn_L5_sub(nsd_Exp2Syn_L5_c(1.), nsd_Exp2Syn_L5_exp(nsd_Exp2Syn_L5_mul(nsd_Exp2Syn_L5_c(p->dt), nsd_Exp2Syn_L5_div_l((-1.0), (*F1_))))), nsd_Exp2Syn_L5_sub(nsd_Exp2Syn_L5_div(nsd_Exp2Syn_L5_neg(nsd_Exp2Syn_L5_c(0.0)), nsd_Exp2Syn_L5_div_l((-1.0), (*F1_))), (*F7_))));
+}
+
+NSD_Exp2Syn_L5_TWIN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_cur(ns_mech_ppack *p, nsd_Exp2Syn_L5 *F0_, nsd_Exp2Syn_L5 *F1_, nsd_Exp2Syn_L5 *F2_, nsd_Exp2Syn_L5 *F3_, nsd_Exp2Syn_L5 *F4_, nsd_Exp2Syn_L5 *F5_, nsd_Exp2Syn_L5 *F6_, nsd_Exp2Syn_L5 *F7_, nsd_Exp2Syn_L5 *G_, int i_, int node_, nsd_Exp2Syn_L5 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F4_) = nsd_Exp2Syn_L5_sub((*F7_), (*F6_));
+    (*F3_) = nsd_Exp2Syn_L5_mul((*F4_), nsd_Exp2Syn_L5_sub(v_, (*F2_)));
+    nsd_Exp2Syn_L5 c_ = nsd_Exp2Syn_L5_c(0.0);
+    c_ = nsd_Exp2Syn_L5_add(c_, (*F3_));
+    return c_;
+}
+
+NSD_Exp2Syn_L3_ENTRY void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_Exp2Syn_L3 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L3_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L3_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L3_c(p->global[k]);
+    Fd_[0].d[1] = 1.0;
+    Fd_[1].d[2] = 1.0;
+    nsd_Exp2Syn_L3 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_Exp2Syn_L3 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_Exp2Syn_L3 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_Exp2Syn_L3 *F3_ = &Fd_[3];
+    (void)F3_;
+    nsd_Exp2Syn_L3 *F4_ = &Fd_[4];
+    (void)F4_;
+    nsd_Exp2Syn_L3 *F5_ = &Fd_[5];
+    (void)F5_;
+    nsd_Exp2Syn_L3 *F6_ = &Fd_[6];
+    (void)F6_;
+    nsd_Exp2Syn_L3 *F7_ = &Fd_[7];
+    (void)F7_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    (*F6_) = nsd_Exp2Syn_L3_c(0);
+    (*F7_) = nsd_Exp2Syn_L3_c(0);
+    nsd_Exp2Syn_L3 L_tp = nsd_Exp2Syn_L3_c(0.0);
+    if ((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v > (nsd_Exp2Syn_L3_c(0.9999)).v))).v) {
+        (*F0_) = nsd_Exp2Syn_L3_mul_l(0.9999, (*F1_));
+    }
+    if ((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v < (nsd_Exp2Syn_L3_c(1e-9)).v))).v) {
+        (*F0_) = nsd_Exp2Syn_L3_mul_r((*F1_), 1e-9);
+    }
+    (*F6_) = nsd_Exp2Syn_L3_c(0.0);
+    (*F7_) = nsd_Exp2Syn_L3_c(0.0);
+    L_tp = nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_mul((*F0_), (*F1_)), nsd_Exp2Syn_L3_sub((*F1_), (*F0_))), nsd_Exp2Syn_L3_log(nsd_Exp2Syn_L3_div((*F1_), (*F0_))));
+    (*F5_) = nsd_Exp2Syn_L3_add(nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(L_tp), (*F0_)))), nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(L_tp), (*F1_))));
+    (*F5_) = nsd_Exp2Syn_L3_div_l(1.0, (*F5_));
+    double a_[NSD_Exp2Syn_L3_K];
+    for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 8; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += a_[2];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += lo_[3 * s_];
+    lf_[4 * s_] += lo_[4 * s_];
+}
+
+static void nsm_Exp2Syn_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_Exp2Syn_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 9);
+}
+
+static void nsm_Exp2Syn_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_Exp2Syn_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_Exp2Syn_L4_HOT void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_Exp2Syn_L4 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L4_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L4_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L4_c(p->global[k]);
+    Fd_[2].d[1] = 1.0;
+    Fd_[6].d[2] = 1.0;
+    Fd_[7].d[3] = 1.0;
+    nsd_Exp2Syn_L4 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_Exp2Syn_L4 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_Exp2Syn_L4 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_Exp2Syn_L4 *F3_ = &Fd_[3];
+    (void)F3_;
+    nsd_Exp2Syn_L4 *F4_ = &Fd_[4];
+    (void)F4_;
+    nsd_Exp2Syn_L4 *F5_ = &Fd_[5];
+    (void)F5_;
+    nsd_Exp2Syn_L4 *F6_ = &Fd_[6];
+    (void)F6_;
+    nsd_Exp2Syn_L4 *F7_ = &Fd_[7];
+    (void)F7_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_Exp2Syn_L4 g_ = nsd_Exp2Syn_L4_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, nsd_Exp2Syn_L4_add(v_, nsd_Exp2Syn_L4_c(.001)));
+    nsd_Exp2Syn_L4 rhs_ = nsd_Exp2Syn_L4_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, v_);
+    g_ = nsd_Exp2Syn_L4_div(nsd_Exp2Syn_L4_sub(g_, rhs_), nsd_Exp2Syn_L4_c(.001));
+    g_ = nsd_Exp2Syn_L4_mul_r(g_, p->weight[i_]);
+    rhs_ = nsd_Exp2Syn_L4_mul_r(rhs_, p->weight[i_]);
+    double a_[NSD_Exp2Syn_L4_K];
+    for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 8; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    const double lr_ = lo_[8 * s_], ld_ = lo_[9 * s_];
+    for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
+    for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += a_[1];
+    lf_[5 * s_] += lo_[5 * s_];
+    lf_[6 * s_] += a_[2];
+    lf_[7 * s_] += a_[3];
+}
+
+static void nsm_Exp2Syn_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_Exp2Syn_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 9);
+}
+
+static void nsm_Exp2Syn_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_Exp2Syn_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_Exp2Syn_L5_HOT void nsm_Exp2Syn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_Exp2Syn_L5 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L5_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L5_c(p->global[k]);
+    Fd_[0].d[1] = 1.0;
+    Fd_[1].d[2] = 1.0;
+    Fd_[6].d[3] = 1.0;
+    Fd_[7].d[4] = 1.0;
+    nsd_Exp2Syn_L5 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_Exp2Syn_L5 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_Exp2Syn_L5 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_Exp2Syn_L5 *F3_ = &Fd_[3];
+    (void)F3_;
+    nsd_Exp2Syn_L5 *F4_ = &Fd_[4];
+    (void)F4_;
+    nsd_Exp2Syn_L5 *F5_ = &Fd_[5];
+    (void)F5_;
+    nsd_Exp2Syn_L5 *F6_ = &Fd_[6];
+    (void)F6_;
+    nsd_Exp2Syn_L5 *F7_ = &Fd_[7];
+    (void)F7_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_Exp2Syn_L5_d_state(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, v_);
+    double a_[NSD_Exp2Syn_L5_K];
+    for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 8; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += a_[2];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += lo_[3 * s_];
+    lf_[4 * s_] += lo_[4 * s_];
+    lf_[5 * s_] += lo_[5 * s_];
+    lf_[6 * s_] += a_[3];
+    lf_[7 * s_] += a_[4];
+}
+
+static void nsm_Exp2Syn_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_Exp2Syn_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 9);
+}
+
+static void nsm_Exp2Syn_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_Exp2Syn_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
+    nsd_Exp2Syn_L5 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L5_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L5_c(p->global[k]);
+    Fd_[5].d[1] = 1.0;
+    Fd_[6].d[2] = 1.0;
+    Fd_[7].d[3] = 1.0;
+    nsd_Exp2Syn_L5 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_Exp2Syn_L5 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_Exp2Syn_L5 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_Exp2Syn_L5 *F3_ = &Fd_[3];
+    (void)F3_;
+    nsd_Exp2Syn_L5 *F4_ = &Fd_[4];
+    (void)F4_;
+    nsd_Exp2Syn_L5 *F5_ = &Fd_[5];
+    (void)F5_;
+    nsd_Exp2Syn_L5 *F6_ = &Fd_[6];
+    (void)F6_;
+    nsd_Exp2Syn_L5 *F7_ = &Fd_[7];
+    (void)F7_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_Exp2Syn_L5 A_weight = nsd_Exp2Syn_L5_c(w_), A_flag = nsd_Exp2Syn_L5_c(0.0);
+    A_weight.d[NSD_Exp2Syn_L5_K - 1] = 1.0;
+    (void)A_flag; (void)A_weight;
+    (*F6_) = nsd_Exp2Syn_L5_add((*F6_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
+    (*F7_) = nsd_Exp2Syn_L5_add((*F7_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
+    double a_[NSD_Exp2Syn_L5_K];
+    for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 8; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += lo_[3 * s_];
+    lf_[4 * s_] += lo_[4 * s_];
+    lf_[5 * s_] += a_[1];
+    lf_[6 * s_] += a_[2];
+    lf_[7 * s_] += a_[3];
+    *lw_ += a_[NSD_Exp2Syn_L5_K - 1];
+}
+
+static void nsm_Exp2Syn_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {
+    nsm_Exp2Syn_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, li_ + 1, li_ + 9, li_ + 9);
+}
+
 #ifdef NS_MECH_WITH_CUDA
 int nsm_Exp2Syn_cuda_init(const ns_mech_ppack *, void *);
 int nsm_Exp2Syn_cuda_current(const ns_mech_ppack *, void *);
@@ -119,11 +699,12 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_Exp2Syn_ftnames, nsm_Exp2Syn_ftdims,
-    NULL, NULL, NULL, "exp2syn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)",
+    nsm_Exp2Syn_vjp_init, nsm_Exp2Syn_vjp_current, nsm_Exp2Syn_vjp_state, NULL,
     NULL,
     NULL, NULL,
     -1, NULL, NULL,
-    NULL, NULL, NULL,
+    nsm_Exp2Syn_vjpn_init, nsm_Exp2Syn_vjpn_current, nsm_Exp2Syn_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
-    NS_MECH_CUDA_ERRORS_NONE
+    NS_MECH_CUDA_ERRORS_NONE,
+    nsm_Exp2Syn_vjp_net_receive
 };

@@ -94,6 +94,401 @@ static void nsm_ExpSyn_net_receive(ns_mech_ppack *p, int i, double w) {
     nsm_ExpSyn_net_receive_w(p, i, w_, 0.0);
 }
 
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 4 fields, the 0 GLOBALs), 1 for the phases that read that many ---- */
+enum { NSD_ExpSyn_L1_K = 1 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_ExpSyn_L1_FN static inline __attribute__((always_inline, unused))
+#define NSD_ExpSyn_L1_TWIN static inline __attribute__((unused))
+#define NSD_ExpSyn_L1_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_ExpSyn_L1_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_ExpSyn_L1_HOT NSD_ExpSyn_L1_ENTRY
+#endif
+#else
+#define NSD_ExpSyn_L1_FN static inline
+#define NSD_ExpSyn_L1_TWIN static inline
+#define NSD_ExpSyn_L1_ENTRY static
+#define NSD_ExpSyn_L1_HOT static
+#endif
+typedef struct nsd_ExpSyn_L1 { double v, d[NSD_ExpSyn_L1_K]; } nsd_ExpSyn_L1;
+#define NSD_ExpSyn_L1_OP(body) nsd_ExpSyn_L1 r; body; return r
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_c(double x) { NSD_ExpSyn_L1_OP(r.v = x; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = 0.0); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
+    NSD_ExpSyn_L1_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
+    NSD_ExpSyn_L1_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
+    NSD_ExpSyn_L1_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_div(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
+    NSD_ExpSyn_L1_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_neg(nsd_ExpSyn_L1 a) { NSD_ExpSyn_L1_OP(r.v = -a.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = -a.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_f1(nsd_ExpSyn_L1 a, double f, double df) {
+    NSD_ExpSyn_L1_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_exp(nsd_ExpSyn_L1 a) { const double e = nsm_exp(a.v); return nsd_ExpSyn_L1_f1(a, e, e); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_expm1(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, expm1(a.v), exp(a.v)); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_log(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, log(a.v), 1.0 / a.v); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_log10(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sqrt(nsd_ExpSyn_L1 a) { const double s = sqrt(a.v); return nsd_ExpSyn_L1_f1(a, s, 0.5 / s); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_fabs(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sin(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, sin(a.v), cos(a.v)); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_cos(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, cos(a.v), -sin(a.v)); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_tan(nsd_ExpSyn_L1 a) { const double t = tan(a.v); return nsd_ExpSyn_L1_f1(a, t, 1.0 + t * t); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_tanh(nsd_ExpSyn_L1 a) { const double t = tanh(a.v); return nsd_ExpSyn_L1_f1(a, t, 1.0 - t * t); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_atan(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_floor(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, floor(a.v), 0.0); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_ceil(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, ceil(a.v), 0.0); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_exprelr(nsd_ExpSyn_L1 a) {
+    if (1.0 + a.v == 1.0) return nsd_ExpSyn_L1_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_ExpSyn_L1_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_pow(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_ExpSyn_L1_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_fmin(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) { nsd_ExpSyn_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_fmax(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) { nsd_ExpSyn_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v + c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v - c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v * c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_div_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v / c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_pow_r(nsd_ExpSyn_L1 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_ExpSyn_L1_f1(a, f, da);
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c + b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = b.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c - b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = -b.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c * b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_div_l(double c, nsd_ExpSyn_L1 b) {
+    NSD_ExpSyn_L1_OP(r.v = c / b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_pow_l(double c, nsd_ExpSyn_L1 b) {
+    const double f = pow(c, b.v);
+    return nsd_ExpSyn_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_ExpSyn_L1_TWIN void nsd_ExpSyn_L1_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+
+NSD_ExpSyn_L1_FN void nsd_ExpSyn_L1_d_state(ns_mech_ppack *p, nsd_ExpSyn_L1 *F0_, nsd_ExpSyn_L1 *F1_, nsd_ExpSyn_L1 *F2_, nsd_ExpSyn_L1 *F3_, nsd_ExpSyn_L1 *G_, int i_, int node_, nsd_ExpSyn_L1 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    (*F3_) = nsd_ExpSyn_L1_add((*F3_), nsd_ExpSyn_L1_mul(nsd_ExpSyn_L1_sub(nsd_ExpSyn_L1_c(1.), nsd_ExpSyn_L1_exp(nsd_ExpSyn_L1_mul(nsd_ExpSyn_L1_c(p->dt), nsd_ExpSyn_L1_div_l((-1.0), (*F0_))))), nsd_ExpSyn_L1_sub(nsd_ExpSyn_L1_div(nsd_ExpSyn_L1_neg(nsd_ExpSyn_L1_c(0.0)), nsd_ExpSyn_L1_div_l((-1.0), (*F0_))), (*F3_))));
+}
+
+NSD_ExpSyn_L1_TWIN nsd_ExpSyn_L1 nsd_ExpSyn_L1_cur(ns_mech_ppack *p, nsd_ExpSyn_L1 *F0_, nsd_ExpSyn_L1 *F1_, nsd_ExpSyn_L1 *F2_, nsd_ExpSyn_L1 *F3_, nsd_ExpSyn_L1 *G_, int i_, int node_, nsd_ExpSyn_L1 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F2_) = nsd_ExpSyn_L1_mul((*F3_), nsd_ExpSyn_L1_sub(v_, (*F1_)));
+    nsd_ExpSyn_L1 c_ = nsd_ExpSyn_L1_c(0.0);
+    c_ = nsd_ExpSyn_L1_add(c_, (*F2_));
+    return c_;
+}
+
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 4 fields, the 0 GLOBALs), 3 for the phases that read that many ---- */
+enum { NSD_ExpSyn_L3_K = 3 };
+#if defined(__GNUC__) || defined(__clang__)
+#define NSD_ExpSyn_L3_FN static inline __attribute__((always_inline, unused))
+#define NSD_ExpSyn_L3_TWIN static inline __attribute__((unused))
+#define NSD_ExpSyn_L3_ENTRY static __attribute__((flatten, noinline))
+#ifdef NSM_CLONES
+#define NSD_ExpSyn_L3_HOT static __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define NSD_ExpSyn_L3_HOT NSD_ExpSyn_L3_ENTRY
+#endif
+#else
+#define NSD_ExpSyn_L3_FN static inline
+#define NSD_ExpSyn_L3_TWIN static inline
+#define NSD_ExpSyn_L3_ENTRY static
+#define NSD_ExpSyn_L3_HOT static
+#endif
+typedef struct nsd_ExpSyn_L3 { double v, d[NSD_ExpSyn_L3_K]; } nsd_ExpSyn_L3;
+#define NSD_ExpSyn_L3_OP(body) nsd_ExpSyn_L3 r; body; return r
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_c(double x) { NSD_ExpSyn_L3_OP(r.v = x; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = 0.0); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
+    NSD_ExpSyn_L3_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
+    NSD_ExpSyn_L3_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
+    NSD_ExpSyn_L3_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_div(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
+    NSD_ExpSyn_L3_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_neg(nsd_ExpSyn_L3 a) { NSD_ExpSyn_L3_OP(r.v = -a.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = -a.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_f1(nsd_ExpSyn_L3 a, double f, double df) {
+    NSD_ExpSyn_L3_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = df * a.d[k]);
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_exp(nsd_ExpSyn_L3 a) { const double e = nsm_exp(a.v); return nsd_ExpSyn_L3_f1(a, e, e); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_expm1(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, expm1(a.v), exp(a.v)); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_log(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, log(a.v), 1.0 / a.v); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_log10(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sqrt(nsd_ExpSyn_L3 a) { const double s = sqrt(a.v); return nsd_ExpSyn_L3_f1(a, s, 0.5 / s); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_fabs(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sin(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, sin(a.v), cos(a.v)); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_cos(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, cos(a.v), -sin(a.v)); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_tan(nsd_ExpSyn_L3 a) { const double t = tan(a.v); return nsd_ExpSyn_L3_f1(a, t, 1.0 + t * t); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_tanh(nsd_ExpSyn_L3 a) { const double t = tanh(a.v); return nsd_ExpSyn_L3_f1(a, t, 1.0 - t * t); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_atan(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_floor(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, floor(a.v), 0.0); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_ceil(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, ceil(a.v), 0.0); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_exprelr(nsd_ExpSyn_L3 a) {
+    if (1.0 + a.v == 1.0) return nsd_ExpSyn_L3_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_ExpSyn_L3_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_pow(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_ExpSyn_L3_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_fmin(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) { nsd_ExpSyn_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_fmax(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) { nsd_ExpSyn_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v + c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v - c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v * c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] * c); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_div_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v / c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_pow_r(nsd_ExpSyn_L3 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_ExpSyn_L3_f1(a, f, da);
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c + b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = b.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c - b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = -b.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c * b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_div_l(double c, nsd_ExpSyn_L3 b) {
+    NSD_ExpSyn_L3_OP(r.v = c / b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_pow_l(double c, nsd_ExpSyn_L3 b) {
+    const double f = pow(c, b.v);
+    return nsd_ExpSyn_L3_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_ExpSyn_L3_TWIN void nsd_ExpSyn_L3_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+
+NSD_ExpSyn_L3_FN void nsd_ExpSyn_L3_d_state(ns_mech_ppack *p, nsd_ExpSyn_L3 *F0_, nsd_ExpSyn_L3 *F1_, nsd_ExpSyn_L3 *F2_, nsd_ExpSyn_L3 *F3_, nsd_ExpSyn_L3 *G_, int i_, int node_, nsd_ExpSyn_L3 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    (*F3_) = nsd_ExpSyn_L3_add((*F3_), nsd_ExpSyn_L3_mul(nsd_ExpSyn_L3_sub(nsd_ExpSyn_L3_c(1.), nsd_ExpSyn_L3_exp(nsd_ExpSyn_L3_mul(nsd_ExpSyn_L3_c(p->dt), nsd_ExpSyn_L3_div_l((-1.0), (*F0_))))), nsd_ExpSyn_L3_sub(nsd_ExpSyn_L3_div(nsd_ExpSyn_L3_neg(nsd_ExpSyn_L3_c(0.0)), nsd_ExpSyn_L3_div_l((-1.0), (*F0_))), (*F3_))));
+}
+
+NSD_ExpSyn_L3_TWIN nsd_ExpSyn_L3 nsd_ExpSyn_L3_cur(ns_mech_ppack *p, nsd_ExpSyn_L3 *F0_, nsd_ExpSyn_L3 *F1_, nsd_ExpSyn_L3 *F2_, nsd_ExpSyn_L3 *F3_, nsd_ExpSyn_L3 *G_, int i_, int node_, nsd_ExpSyn_L3 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F2_) = nsd_ExpSyn_L3_mul((*F3_), nsd_ExpSyn_L3_sub(v_, (*F1_)));
+    nsd_ExpSyn_L3 c_ = nsd_ExpSyn_L3_c(0.0);
+    c_ = nsd_ExpSyn_L3_add(c_, (*F2_));
+    return c_;
+}
+
+NSD_ExpSyn_L1_ENTRY void nsm_ExpSyn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_ExpSyn_L1 Fd_[4], G_[1], v_ = nsd_ExpSyn_L1_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L1_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L1_c(p->global[k]);
+    nsd_ExpSyn_L1 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_ExpSyn_L1 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_ExpSyn_L1 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_ExpSyn_L1 *F3_ = &Fd_[3];
+    (void)F3_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    (*F3_) = nsd_ExpSyn_L1_c(0);
+    (*F3_) = nsd_ExpSyn_L1_c(0.0);
+    double a_[NSD_ExpSyn_L1_K];
+    for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 4; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+}
+
+static void nsm_ExpSyn_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_ExpSyn_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 5);
+}
+
+static void nsm_ExpSyn_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_ExpSyn_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_ExpSyn_L3 Fd_[4], G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L3_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L3_c(p->global[k]);
+    Fd_[1].d[1] = 1.0;
+    Fd_[3].d[2] = 1.0;
+    nsd_ExpSyn_L3 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_ExpSyn_L3 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_ExpSyn_L3 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_ExpSyn_L3 *F3_ = &Fd_[3];
+    (void)F3_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_ExpSyn_L3 g_ = nsd_ExpSyn_L3_cur(p, F0_, F1_, F2_, F3_, G_, i_, node_, nsd_ExpSyn_L3_add(v_, nsd_ExpSyn_L3_c(.001)));
+    nsd_ExpSyn_L3 rhs_ = nsd_ExpSyn_L3_cur(p, F0_, F1_, F2_, F3_, G_, i_, node_, v_);
+    g_ = nsd_ExpSyn_L3_div(nsd_ExpSyn_L3_sub(g_, rhs_), nsd_ExpSyn_L3_c(.001));
+    g_ = nsd_ExpSyn_L3_mul_r(g_, p->weight[i_]);
+    rhs_ = nsd_ExpSyn_L3_mul_r(rhs_, p->weight[i_]);
+    double a_[NSD_ExpSyn_L3_K];
+    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 4; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    const double lr_ = lo_[4 * s_], ld_ = lo_[5 * s_];
+    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
+    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += a_[1];
+    lf_[3 * s_] += a_[2];
+}
+
+static void nsm_ExpSyn_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_ExpSyn_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 5);
+}
+
+static void nsm_ExpSyn_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_ExpSyn_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_ExpSyn_L3 Fd_[4], G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L3_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L3_c(p->global[k]);
+    Fd_[0].d[1] = 1.0;
+    Fd_[3].d[2] = 1.0;
+    nsd_ExpSyn_L3 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_ExpSyn_L3 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_ExpSyn_L3 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_ExpSyn_L3 *F3_ = &Fd_[3];
+    (void)F3_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_ExpSyn_L3_d_state(p, F0_, F1_, F2_, F3_, G_, i_, node_, v_);
+    double a_[NSD_ExpSyn_L3_K];
+    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 4; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += a_[2];
+}
+
+static void nsm_ExpSyn_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+    nsm_ExpSyn_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 5);
+}
+
+static void nsm_ExpSyn_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
+    for (int i = 0; i < n_; ++i) {
+        const int node_ = ni_ ? ni_[i] : b_ + i;
+        nsm_ExpSyn_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    }
+}
+
+NSD_ExpSyn_L3_ENTRY void nsm_ExpSyn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
+    nsd_ExpSyn_L3 Fd_[4], G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L3_c(p->field[k][i_]);
+    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L3_c(p->global[k]);
+    Fd_[3].d[1] = 1.0;
+    nsd_ExpSyn_L3 *F0_ = &Fd_[0];
+    (void)F0_;
+    nsd_ExpSyn_L3 *F1_ = &Fd_[1];
+    (void)F1_;
+    nsd_ExpSyn_L3 *F2_ = &Fd_[2];
+    (void)F2_;
+    nsd_ExpSyn_L3 *F3_ = &Fd_[3];
+    (void)F3_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_ExpSyn_L3 A_weight = nsd_ExpSyn_L3_c(w_), A_flag = nsd_ExpSyn_L3_c(0.0);
+    A_weight.d[NSD_ExpSyn_L3_K - 1] = 1.0;
+    (void)A_flag; (void)A_weight;
+    (*F3_) = nsd_ExpSyn_L3_add((*F3_), A_weight);
+    double a_[NSD_ExpSyn_L3_K];
+    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = 0.0;
+    for (int r = 0; r < 4; ++r) {
+        const double l_ = lo_[r * s_];
+        for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += a_[1];
+    *lw_ += a_[NSD_ExpSyn_L3_K - 1];
+}
+
+static void nsm_ExpSyn_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {
+    nsm_ExpSyn_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, li_ + 1, li_ + 5, li_ + 5);
+}
+
 #ifdef NS_MECH_WITH_CUDA
 int nsm_ExpSyn_cuda_init(const ns_mech_ppack *, void *);
 int nsm_ExpSyn_cuda_current(const ns_mech_ppack *, void *);
@@ -119,11 +514,12 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     0, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     0, nsm_ExpSyn_ftnames, nsm_ExpSyn_ftdims,
-    NULL, NULL, NULL, "expsyn.mod:1: no derivative code for a POINT_PROCESS (synapses are not differentiable yet)",
+    nsm_ExpSyn_vjp_init, nsm_ExpSyn_vjp_current, nsm_ExpSyn_vjp_state, NULL,
     NULL,
     NULL, NULL,
     -1, NULL, NULL,
-    NULL, NULL, NULL,
+    nsm_ExpSyn_vjpn_init, nsm_ExpSyn_vjpn_current, nsm_ExpSyn_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
-    NS_MECH_CUDA_ERRORS_NONE
+    NS_MECH_CUDA_ERRORS_NONE,
+    nsm_ExpSyn_vjp_net_receive
 };
