@@ -44,8 +44,11 @@ extern "C" {
  *    all of a call's instances at once; ns_mech_desc.cuda_hooks: the BEFORE/AFTER
  *    blocks and a density mechanism's CONSTRUCTOR on the device. A library built
  *    for 3 to 6 still loads, without them (the gradients call vjp_* once per
- *    instance; a mechanism with hooks stays off the GPU). */
-#define NS_MECH_ABI_VERSION 7
+ *    instance; a mechanism with hooks stays off the GPU).
+ * 8: ns_mech_desc.n_ldifus, ldifus_field, ldifus_coef: LONGITUDINAL_DIFFUSION
+ *    (the CPU loop's diffusion between segments after the states). A library
+ *    built for 3 to 7 still loads, without them (none of its mechanisms has it). */
+#define NS_MECH_ABI_VERSION 8
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -594,6 +597,17 @@ typedef struct ns_mech_desc {
      * has no CUDA entry points: cuda_why_not) and a point process's
      * CONSTRUCTOR (likewise). */
     ns_mech_cuda_fn cuda_hooks[NS_MECH_N_HOOKS];
+    /* ABI 8: LONGITUDINAL_DIFFUSION of KINETIC states (NEURON's ldifus.cpp, docs/mechanisms.md
+     * "LONGITUDINAL_DIFFUSION"): n_ldifus diffusing state elements (each element of an array
+     * state its own), in NEURON's order; ldifus_field[j] the field of the j-th. ldifus_coef(p, j,
+     * dc, vol) writes, for each of the p->n instances i bound as for state(), dc[i] = the
+     * statement's flux coefficient (diffusion constant x cross-section area) and vol[i] = the
+     * state's COMPARTMENT volume at element j; the CPU loop then solves the implicit
+     * diffusion of field ldifus_field[j] along each cell's tree after every mechanism's
+     * states. 0 and NULL: none. A mechanism with it has no CUDA entry points (cuda_why_not). */
+    int n_ldifus;
+    const int *ldifus_field;
+    void (*ldifus_coef)(ns_mech_ppack *p, int j, double *dc, double *vol);
 } ns_mech_desc;
 
 enum {

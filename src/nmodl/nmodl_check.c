@@ -253,6 +253,7 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
         }
         case ST_REACTION:
         case ST_CONSERVE:
+        case ST_LDIFUS:
         case ST_COMPARTMENT: /* lowered before the checks (nm_kinetic_lower) */
             return nm_perr(p, NS_ERR_PARSE, s->line, "a KINETIC statement outside a KINETIC block");
         case ST_EQUATION: /* top level of a LINEAR or NONLINEAR block (nm_parse_statement) */

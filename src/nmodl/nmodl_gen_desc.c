@@ -186,6 +186,9 @@ void nm_emit_desc(gen *g, const char *why) {
     nm_put(g->b, "    {");
     for (int h = 0; h < NS_MECH_N_HOOKS; h++) nm_put(g->b, "%sNULL", h ? ", " : "");
     nm_put(g->b, dev_hooks ? "}\n#endif\n" : "}\n");
+    /* ABI 8: LONGITUDINAL_DIFFUSION */
+    if (m->n_ldifus) nm_put(g->b, "    , %d, nsm_%s_ldfields, nsm_%s_ldifus\n", m->n_ldifus, n, n);
+    else nm_put(g->b, "    , 0, NULL, NULL\n");
     nm_put(g->b, "};\n");
 }
 

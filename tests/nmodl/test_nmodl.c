@@ -345,9 +345,20 @@ int main(void) {
     bad("from_to.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM 0 TOO 1\n}\n", NS_ERR_PARSE, "from_to.mod:3:", "expected TO");
     bad("to_name.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM -1 TO y\n}\n", NS_ERR_PARSE, "to_name.mod:3:", "after TO");
     bad("brace.mod", "NEURON { SUFFIX x }\nINITIAL {\n", NS_ERR_PARSE, "brace.mod:3:", "missing '}'");
+    /* LONGITUDINAL_DIFFUSION (the diffusion against NEURON: tests/sim/test_sim_ldifus_neuron.c): its state
+     * needs an earlier COMPARTMENT (nocmodl's "must be declared in COMPARTMENT"), must be a STATE, and the
+     * statement belongs in a KINETIC block */
     bad("ldifus.mod", "NEURON { SUFFIX x USEION ca READ cai WRITE cai }\nSTATE { cai }\nKINETIC k {\n"
-        "  LONGITUDINAL_DIFFUSION 0.6 {cai}\n  ~ cai << (0)\n}\n", NS_ERR_UNSUPPORTED, "ldifus.mod:4:",
-        "LONGITUDINAL_DIFFUSION is not supported: NEURON couples the concentration between neighbouring segments");
+        "  LONGITUDINAL_DIFFUSION 0.6 {cai}\n  ~ cai << (0)\n}\n", NS_ERR_INVALID_ARGUMENT, "ldifus.mod:4:",
+        "LONGITUDINAL_DIFFUSION: 'cai' must be declared in an earlier COMPARTMENT statement");
+    bad("ldifus_late.mod", "NEURON { SUFFIX x USEION ca READ cai WRITE cai }\nSTATE { cai }\nKINETIC k {\n"
+        "  LONGITUDINAL_DIFFUSION 0.6 {cai}\n  COMPARTMENT 2 {cai}\n  ~ cai << (0)\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "ldifus_late.mod:4:", "must be declared in an earlier COMPARTMENT statement");
+    bad("ldifus_par.mod", "NEURON { SUFFIX x }\nPARAMETER { g = 1 }\nSTATE { a }\nKINETIC k {\n"
+        "  COMPARTMENT 2 {a}\n  LONGITUDINAL_DIFFUSION 0.6 {g}\n  ~ a << (0)\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "ldifus_par.mod:6:", "LONGITUDINAL_DIFFUSION: 'g' must be a STATE");
+    bad("ldifus_out.mod", "NEURON { SUFFIX x }\nSTATE { a }\nINITIAL {\n  LONGITUDINAL_DIFFUSION 0.6 {a}\n}\n",
+        NS_ERR_PARSE, "ldifus_out.mod:4:", "LONGITUDINAL_DIFFUSION outside a KINETIC block");
     bad("partial.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nPARTIAL k {\n  a' = 1\n}\n", NS_ERR_UNSUPPORTED,
         "partial.mod:4:", "PARTIAL");
     /* KINETIC: the lowering's errors and decisions (the solver against NEURON: test_nmodl_neuron.c) */
@@ -403,7 +414,7 @@ int main(void) {
         CHECK(o && strstr(o, "{NULL, nsm_x_hook1, NULL, NULL, NULL, nsm_x_hook5, NULL}"));
         CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init,"));
         CHECK(o && strstr(o, "#ifdef NS_MECH_WITH_CUDA\n    {NULL, nsm_x_cuda_hook1, NULL, NULL, NULL, nsm_x_cuda_hook5, "
-                             "NULL}\n#else\n    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}\n#endif\n};"));
+                             "NULL}\n#else\n    {NULL, NULL, NULL, NULL, NULL, NULL, NULL}\n#endif\n    , 0, NULL, NULL\n};"));
         CHECK(o && strstr(o, "int nsm_x_cuda_hook1(const ns_mech_ppack *, void *);"));
         const char *cu = emit(ba, NS_NMODL_CUDA);
         CHECK(cu && strstr(cu, "extern \"C\" int nsm_x_cuda_hook1(") && strstr(cu, "extern \"C\" int nsm_x_cuda_hook5(") &&

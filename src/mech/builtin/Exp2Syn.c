@@ -125,4 +125,5 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     -1, NULL, NULL,
     NULL, NULL, NULL,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+    , 0, NULL, NULL
 };

@@ -1177,4 +1177,5 @@ const ns_mech_desc nsm_hh_desc = {
 ,
     nsm_hh_vjpn_init, nsm_hh_vjpn_current, nsm_hh_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+    , 0, NULL, NULL
 };

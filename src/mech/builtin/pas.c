@@ -477,4 +477,5 @@ const ns_mech_desc nsm_pas_desc = {
 ,
     nsm_pas_vjpn_init, nsm_pas_vjpn_current, nsm_pas_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+    , 0, NULL, NULL
 };
