@@ -117,7 +117,8 @@ static int emit_init(gen *g) {
         const var *v = &m->vars[i];
         if (v->cls != V_STATE || v->ion >= 0) continue;
         for (int e = 0; e < (v->size ? v->size : 1); e++) {
-            if (v->value == 0.0) nm_put(b, "    *F%d_ = 0.0;\n", v->field + e);
+            if (v->start) nm_put(b, "    *F%d_ = p->global[%d];\n", v->field + e, m->vars[v->start - 1].global);
+            else if (v->value == 0.0) nm_put(b, "    *F%d_ = 0.0;\n", v->field + e);
             else nm_put(b, signbit(v->value) ? "    *F%d_ = (%.17g);\n" : "    *F%d_ = %.17g;\n", v->field + e, v->value);
         }
     }

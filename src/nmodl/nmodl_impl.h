@@ -169,6 +169,8 @@ typedef struct var {
     int pointer;         /* V_POINTER: index into ppack.pointer, else -1 */
     int stream;          /* V_RANDOM: its stream (1, 2, ...: nmodl_random.c) */
     int implicit;        /* named only by NONSPECIFIC_CURRENT/ELECTRODE_CURRENT so far: a declaration may follow */
+    int start;           /* a STATE whose NAME0 the NEURON block names GLOBAL: 1 + that GLOBAL's index in vars,
+                            its value before INITIAL (nocmodl's implicit x0); 0: the START value */
 } var;
 
 typedef struct ion_use {

@@ -359,6 +359,18 @@ int main(void) {
         "ldifus_par.mod:6:", "LONGITUDINAL_DIFFUSION: 'g' must be a STATE");
     bad("ldifus_out.mod", "NEURON { SUFFIX x }\nSTATE { a }\nINITIAL {\n  LONGITUDINAL_DIFFUSION 0.6 {a}\n}\n",
         NS_ERR_PARSE, "ldifus_out.mod:4:", "LONGITUDINAL_DIFFUSION outside a KINETIC block");
+    /* nocmodl's implicit X0 of a STATE X, named GLOBAL (cadifusl.mod's `GLOBAL Buffer0`): a GLOBAL with X's
+     * START value, which X takes before INITIAL (each element of an array) */
+    {
+        const char *s0 = "NEURON { SUFFIX x GLOBAL b0 }\nSTATE { a b[2] START 3 }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+                         "KINETIC k {\n  ~ a <-> b[0] (1, 2)\n  ~ b[0] <-> b[1] (1, 2)\n}\n";
+        const char *h = emit(s0, NS_NMODL_HEADER);
+        CHECK(strstr(h, "    *F0_ = 0.0;\n    *F1_ = p->global[0];\n    *F2_ = p->global[0];\n"));
+        const char *cc = emit(s0, NS_NMODL_C);
+        CHECK(strstr(cc, "nsm_x_gdefaults[] = {3") && strstr(cc, "\"b0\""));
+        bad("s0.mod", "NEURON { SUFFIX x GLOBAL c0 }\nSTATE { a }\n", NS_ERR_INVALID_ARGUMENT, "s0.mod:1:",
+            "GLOBAL c0: not declared");
+    }
     bad("partial.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nPARTIAL k {\n  a' = 1\n}\n", NS_ERR_UNSUPPORTED,
         "partial.mod:4:", "PARTIAL");
     /* KINETIC: the lowering's errors and decisions (the solver against NEURON: test_nmodl_neuron.c) */
