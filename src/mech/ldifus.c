@@ -33,7 +33,7 @@ struct ldifus_plan {
     double *dc, *vol; /* one per instance of the block (lane-interleaved, as the fields) */
 };
 
-ns_status ns_ldifus_geometry(const ns_cell_t *cell, double **dx_out, int32_t **par_out) {
+static ns_status cell_geometry(const ns_cell_t *cell, double **dx_out, int32_t **par_out) {
     ns_cell_info info;
     ns_cell_get_info(cell, &info);
     const int32_t n = info.compartments;
@@ -52,7 +52,8 @@ ns_status ns_ldifus_geometry(const ns_cell_t *cell, double **dx_out, int32_t **p
         if (ns_cell_get_section(cell, sec[i], &si) != NS_OK) {
             free(dx);
             free(par);
-            return NS_ERR_INTERNAL;
+            return ns_fail(NS_ERR_INTERNAL, "model: compartment %d names section %d, which the cell lacks", (int)i,
+                           (int)sec[i]);
         }
         dx[i] = area[i] > 0.0 ? si.length / (double)si.nseg : 0.0;
         par[i] = parent[i];
@@ -61,6 +62,18 @@ ns_status ns_ldifus_geometry(const ns_cell_t *cell, double **dx_out, int32_t **p
     *dx_out = dx;
     *par_out = par;
     return NS_OK;
+}
+
+ns_status ns_ldifus_geometry(sim_model *r, const ns_cell_t *const *cells) {
+    int ldifus = 0;
+    for (int32_t m = 0; m < r->n_mechs; ++m) ldifus |= r->mechs[m].desc->n_ldifus > 0;
+    if (!ldifus) return NS_OK;
+    r->ldx = calloc((size_t)(r->n_shapes > 0 ? r->n_shapes : 1), sizeof *r->ldx);
+    r->lpar = calloc((size_t)(r->n_shapes > 0 ? r->n_shapes : 1), sizeof *r->lpar);
+    if (!r->ldx || !r->lpar) return ns_fail(NS_ERR_OUT_OF_MEMORY, "model: LONGITUDINAL_DIFFUSION geometry");
+    ns_status st = NS_OK;
+    for (int32_t k = 0; k < r->n_shapes && st == NS_OK; ++k) st = cell_geometry(cells[k], &r->ldx[k], &r->lpar[k]);
+    return st;
 }
 
 /* NEURON's longdifusalloc: the parent (among the instances, map: node -> instance or -1) of node i */

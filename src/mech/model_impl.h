@@ -64,8 +64,9 @@ typedef struct sim_model {
                                   node at [n + i] (-1: none) (mech/ldifus.c) */
 } sim_model;
 
-/* The geometry LONGITUDINAL_DIFFUSION reads (sim_model.ldx, .lpar) of one cell (mech/ldifus.c) */
-ns_status ns_ldifus_geometry(const ns_cell_t *cell, double **dx, int32_t **par);
+/* The geometry LONGITUDINAL_DIFFUSION reads (sim_model.ldx, .lpar) of each shape's cell, where a
+ * mechanism of r has it (mech/ldifus.c) */
+ns_status ns_ldifus_geometry(sim_model *r, const ns_cell_t *const *cells);
 
 /* A mechanism's place in NEURON's type order (ascending): pas 0, ExpSyn 1,
  * Exp2Syn 2, hh 3 (IClamp runs between pas and ExpSyn), a library's other

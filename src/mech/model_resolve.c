@@ -548,14 +548,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         if (!r->per_shape || !r->ion_init || !r->written || !r->geom || !r->cm)
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
-    int ldifus = 0; /* LONGITUDINAL_DIFFUSION: the geometry its plans read (mech/ldifus.c) */
-    for (int32_t m = 0; m < r->n_mechs; ++m) ldifus |= r->mechs[m].desc->n_ldifus > 0;
-    if (st == NS_OK && ldifus) {
-        r->ldx = calloc((size_t)n_shapes, sizeof *r->ldx);
-        r->lpar = calloc((size_t)n_shapes, sizeof *r->lpar);
-        if (!r->ldx || !r->lpar) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
-        for (int32_t k = 0; k < n_shapes && st == NS_OK; ++k) st = ns_ldifus_geometry(cells[k], &r->ldx[k], &r->lpar[k]);
-    }
+    if (st == NS_OK) st = ns_ldifus_geometry(r, cells);
     /* the statements that applied, per distinct model: at matched + moff[u] */
     int64_t *moff = malloc((size_t)(n_uniq + 1) * sizeof *moff);
     unsigned char *matched = NULL;
