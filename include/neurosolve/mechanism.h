@@ -55,7 +55,9 @@ extern "C" {
  *    mechanisms where an ion's values change (docs/gradients.md); and
  *    ns_mech_desc.vjp_net_receive: the derivative of a point process's NET_RECEIVE
  *    (the gradients of synapses and weights; without it, a library's point
- *    processes are not differentiable). */
+ *    processes are not differentiable); ns_mech_desc.n_ldifus, ldifus_field,
+ *    ldifus_coef: LONGITUDINAL_DIFFUSION (the CPU loop's diffusion between
+ *    segments after the states; none in an older library). */
 #define NS_MECH_ABI_VERSION 8
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
@@ -626,6 +628,17 @@ typedef struct ns_mech_desc {
      * NULL where vjp_* are, without NET_RECEIVE, and in a library built for
      * ABI 3 to 7. */
     void (*vjp_net_receive)(ns_mech_ppack *p, int instance, double weight, const double *l_out, double *l_in);
+    /* ABI 8: LONGITUDINAL_DIFFUSION of KINETIC states (NEURON's ldifus.cpp, docs/mechanisms.md
+     * "LONGITUDINAL_DIFFUSION"): n_ldifus diffusing state elements (each element of an array
+     * state its own), in NEURON's order; ldifus_field[j] the field of the j-th. ldifus_coef(p, j,
+     * dc, vol) writes, for each of the p->n instances i bound as for state(), dc[i] = the
+     * statement's flux coefficient (diffusion constant x cross-section area) and vol[i] = the
+     * state's COMPARTMENT volume at element j; the CPU loop then solves the implicit
+     * diffusion of field ldifus_field[j] along each cell's tree after every mechanism's
+     * states. 0 and NULL: none. A mechanism with it has no CUDA entry points (cuda_why_not). */
+    int n_ldifus;
+    const int *ldifus_field;
+    void (*ldifus_coef)(ns_mech_ppack *p, int j, double *dc, double *vol);
 } ns_mech_desc;
 
 /* ns_mech_desc.cuda_errors. UNKNOWN (0, a library built before the field or a descriptor that

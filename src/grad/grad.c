@@ -740,6 +740,9 @@ static ns_status refuse(const ns_mech_desc *d) {
     if (d->has_random)
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s draws random numbers: not differentiable",
                        d->name);
+    if (d->n_ldifus) /* the sweeps run no diffusion between segments (mech/ldifus.c) */
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has LONGITUDINAL_DIFFUSION of %s: not "
+                       "differentiable yet", d->name, d->field_names[d->ldifus_field[0]]);
     if (d->n_pointers)
         return ns_fail(NS_ERR_UNSUPPORTED, "gradient: mechanism %s has POINTER %s: not differentiable yet", d->name,
                        d->pointer_names[0]);

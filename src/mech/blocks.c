@@ -65,6 +65,7 @@ void ns_model_block_free(model_block *b) {
         free(b->m[k].rank);
         free(b->m[k].runs);
         free(b->m[k].run_field);
+        ns_ldifus_plan_free(b->m[k].ld);
     }
     free(b->m);
     free(b->segs);
@@ -445,6 +446,9 @@ ns_status ns_model_block_create(const sim_model *model, model_tables *tables, in
         }
     }
 #undef NEXT_AT
+    for (int32_t k = 0; k < model->n_mechs; ++k)
+        if (model->mechs[k].desc->n_ldifus > 0 && !(b->m[k].ld = ns_ldifus_plan_create(model, b, k, shape, n, w)))
+            goto oom;
     if (fusable(model, b->fused_k) && fused_segments(model, b, shape, n, w, pos) != NS_OK) goto oom;
     /* a mechanism whose TABLE is per block already (ns_model_tables_update) gets its own here too */
     for (int32_t k = 0; k < model->n_mechs; ++k) {

@@ -56,6 +56,10 @@ void ns_model_block_current(const sim_model *model, model_block *b, int32_t k, d
                             double t, double dt, double celsius);
 /* State phase: every mechanism's state() at time t, Nernst after a writer. */
 void ns_model_block_states(const sim_model *model, model_block *b, double *v, double t, double dt, double celsius);
+/* After the states (the mechanisms' and the synapses'): LONGITUDINAL_DIFFUSION of every mechanism
+ * that has it (mech/ldifus.c, NEURON's long_difus_solve), each of the block's w cells on its own;
+ * a bad pivot sets the block's error */
+void ns_ldifus_step(model_block *b, int32_t w, double *v, double t, double dt, double celsius);
 /* Mechanism k's INITIAL (init 1; at t = 0) or state() alone (init 0), without
  * Nernst (ns_model_block_nernst after it): the gradient's sweeps (src/grad). */
 void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int init, double *v, double t, double dt,

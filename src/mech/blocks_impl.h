@@ -11,6 +11,8 @@
 
 extern const ns_mech_desc nsm_pas_desc, nsm_hh_desc, nsm_ExpSyn_desc, nsm_Exp2Syn_desc;
 
+typedef struct ldifus_plan ldifus_plan;
+
 typedef struct mech_block {
     ns_mech_ppack p;
     double *store;    /* n_fields fields of cnt values, each from a cache line (lines), then globals */
@@ -31,6 +33,7 @@ typedef struct mech_block {
     double **run_field; /* n_runs * n_fields */
     const ns_mech_desc *desc;
     int constructed;    /* its CONSTRUCTOR ran (at the first init): the DESTRUCTOR runs at free */
+    ldifus_plan *ld;    /* LONGITUDINAL_DIFFUSION (mech/ldifus.c), NULL: none */
 } mech_block;
 
 /* The fused pass (ns_model_block_fused_*): a model whose mechanisms are the
@@ -94,5 +97,11 @@ struct model_tables {
     int64_t n_blocks, cap_blocks;
     model_block **blocks; /* the blocks that read them (ns_model_block_create) */
 };
+
+/* LONGITUDINAL_DIFFUSION (mech/ldifus.c): mechanism k's plan on block b (w cells of shape `shape`,
+ * n_nodes compartments each; NULL when out of memory), and its release */
+ldifus_plan *ns_ldifus_plan_create(const sim_model *model, const model_block *b, int32_t k, int32_t shape,
+                                   int32_t n_nodes, int32_t w);
+void ns_ldifus_plan_free(ldifus_plan *pl);
 
 #endif

@@ -58,7 +58,15 @@ typedef struct sim_model {
     int32_t n_descs;           /* the catalogue: the library's mechanisms, then the built-ins */
     const ns_mech_desc **descs; /* it does not shadow (the synapses' types, net.c) */
     ns_mech_ftable **ftables;  /* per catalogue entry: its FUNCTION_TABLEs' values (copies), NULL: none */
+    double **ldx;              /* with a LONGITUDINAL_DIFFUSION mechanism, per shape: the section's L / nseg [um]
+                                  of node i (0 at zero-area nodes); else NULL */
+    int32_t **lpar;            /* likewise: node i's parent at [i], its section's parent section's first
+                                  node at [n + i] (-1: none) (mech/ldifus.c) */
 } sim_model;
+
+/* The geometry LONGITUDINAL_DIFFUSION reads (sim_model.ldx, .lpar) of each shape's cell, where a
+ * mechanism of r has it (mech/ldifus.c) */
+ns_status ns_ldifus_geometry(sim_model *r, const ns_cell_t *const *cells);
 
 /* A mechanism's place in NEURON's type order (ascending): pas 0, ExpSyn 1,
  * Exp2Syn 2, hh 3 (IClamp runs between pas and ExpSyn), a library's other

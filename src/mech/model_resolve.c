@@ -28,6 +28,9 @@ void ns_sim_model_free(sim_model *m) {
     if (m->geom)
         for (int32_t s = 0; s < m->n_shapes; ++s) free(m->geom[s]);
     free(m->geom);
+    for (int32_t s = 0; s < m->n_shapes && m->ldx && m->lpar; ++s) free(m->ldx[s]), free(m->lpar[s]);
+    free(m->ldx);
+    free(m->lpar);
     if (m->cm)
         for (int32_t s = 0; s < m->n_shapes; ++s) free(m->cm[s]);
     free(m->cm);
@@ -545,6 +548,7 @@ ns_status ns_sim_model_resolve(const ns_sim_model_t *model, const ns_sim_model_t
         if (!r->per_shape || !r->ion_init || !r->written || !r->geom || !r->cm)
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "model");
     }
+    if (st == NS_OK) st = ns_ldifus_geometry(r, cells);
     /* the statements that applied, per distinct model: at matched + moff[u] */
     int64_t *moff = malloc((size_t)(n_uniq + 1) * sizeof *moff);
     unsigned char *matched = NULL;

@@ -472,7 +472,7 @@ struct ns_mech_library {
 static size_t desc_size(int version) {
     /* 4: the derivatives were Jacobians (jac_*) where 5 has vector-Jacobian products,
      * and thread_unsafe after them; 5: up to cuda_why_not; 6: up to cuda_fused_state;
-     * 7: up to cuda_hooks */
+     * 7: up to cuda_hooks (the fields after them zero: no LONGITUDINAL_DIFFUSION) */
     return version == 3   ? offsetof(ns_mech_desc, hooks)
            : version == 4 ? offsetof(ns_mech_desc, vjp_init)
            : version == 5 ? offsetof(ns_mech_desc, fused_index)

@@ -253,6 +253,7 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
         }
         case ST_REACTION:
         case ST_CONSERVE:
+        case ST_LDIFUS:
         case ST_COMPARTMENT: /* lowered before the checks (nm_kinetic_lower) */
             return nm_perr(p, NS_ERR_PARSE, s->line, "a KINETIC statement outside a KINETIC block");
         case ST_EQUATION: /* top level of a LINEAR or NONLINEAR block (nm_parse_statement) */
@@ -437,6 +438,26 @@ static int assigns(const stlist *l, const char *name) {
     return 0;
 }
 
+/* GLOBAL X0 of a STATE X (not an ion's): nocmodl's implicit X0, X's value before INITIAL (its START value
+ * unless set), a GLOBAL here (cadifusl.mod's `GLOBAL Buffer0`). 1 when name is one (p->status on failure) */
+static int state0(parser *p, const char *name, int line) {
+    struct ns_nmodl *m = p->m;
+    const size_t n = strlen(name);
+    if (n < 2 || name[n - 1] != '0') return 0;
+    char base[128];
+    if (n - 1 >= sizeof base) return 0;
+    memcpy(base, name, n - 1);
+    base[n - 1] = 0;
+    const var *x = nm_var(m, base);
+    if (!x || x->cls != V_STATE || x->ion >= 0) return 0;
+    const double value = x->value;
+    const int xi = (int)(x - m->vars);
+    var *g = nm_add_var(p, name, V_GLOBAL, value, line); /* may move m->vars */
+    if (!g) return 1;
+    m->vars[xi].start = (int)(g - m->vars) + 1;
+    return 1;
+}
+
 /* the mechanism's name, the copies of v and ions, RANGE/GLOBAL/POINTER names' classes */
 static int finish_classes(parser *p) {
     struct ns_nmodl *m = p->m;
@@ -479,6 +500,10 @@ static int finish_classes(parser *p) {
      * (it warns), which is an ASSIGNED field here, as a module-level LOCAL */
     for (int i = 0; i < m->n_globals_decl; i++) {
         if (nm_var(m, m->globals_decl[i])) continue;
+        if (state0(p, m->globals_decl[i], m->globals_line[i])) {
+            if (p->status) return -1;
+            continue;
+        }
         int written = m->initial && assigns(m->initial, m->globals_decl[i]);
         written = written || assigns(m->breakpoint, m->globals_decl[i]);
         for (int h = 0; h < NS_MECH_N_HOOKS && !written; h++)

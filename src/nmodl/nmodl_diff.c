@@ -467,6 +467,7 @@ static int dst(dx *d, const st *s, int ind) {
     case ST_EQUATION: return dfail(d, s->line, "an equation of a LINEAR or NONLINEAR block");
     case ST_REACTION:
     case ST_CONSERVE:
+    case ST_LDIFUS:
     case ST_COMPARTMENT: return dfail(d, s->line, "a KINETIC statement");
     default: return dfail(d, s->line, "this statement");
     }

@@ -186,11 +186,13 @@ void nm_emit_desc(gen *g, const char *why) {
     nm_put(g->b, "    {");
     for (int h = 0; h < NS_MECH_N_HOOKS; h++) nm_put(g->b, "%sNULL", h ? ", " : "");
     nm_put(g->b, dev_hooks ? "},\n#endif\n" : "},\n");
-    /* ABI 8: whether the device code can record an error (nmodl_cuda_verbatim.c); NET_RECEIVE's
-     * derivative (nmodl_diff.c) */
+    /* ABI 8: whether the device code can record an error (nmodl_cuda_verbatim.c), NET_RECEIVE's
+     * derivative (nmodl_diff.c), LONGITUDINAL_DIFFUSION */
     nm_put(g->b, "    %s,\n", m->cuda_may_fail ? "NS_MECH_CUDA_ERRORS_FLAGGED" : "NS_MECH_CUDA_ERRORS_NONE");
-    if (!why && m->net_receive) nm_put(g->b, "    nsm_%s_vjp_net_receive\n};\n", n);
-    else nm_put(g->b, "    NULL\n};\n");
+    if (!why && m->net_receive) nm_put(g->b, "    nsm_%s_vjp_net_receive,\n", n);
+    else nm_put(g->b, "    NULL,\n");
+    if (m->n_ldifus) nm_put(g->b, "    %d, nsm_%s_ldfields, nsm_%s_ldifus\n};\n", m->n_ldifus, n, n);
+    else nm_put(g->b, "    0, NULL, NULL\n};\n");
 }
 
 void nm_emit_cuda(gen *g) {

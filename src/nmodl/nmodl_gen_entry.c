@@ -117,7 +117,8 @@ static int emit_init(gen *g) {
         const var *v = &m->vars[i];
         if (v->cls != V_STATE || v->ion >= 0) continue;
         for (int e = 0; e < (v->size ? v->size : 1); e++) {
-            if (v->value == 0.0) nm_put(b, "    *F%d_ = 0.0;\n", v->field + e);
+            if (v->start) nm_put(b, "    *F%d_ = p->global[%d];\n", v->field + e, m->vars[v->start - 1].global);
+            else if (v->value == 0.0) nm_put(b, "    *F%d_ = 0.0;\n", v->field + e);
             else nm_put(b, signbit(v->value) ? "    *F%d_ = (%.17g);\n" : "    *F%d_ = %.17g;\n", v->field + e, v->value);
         }
     }
@@ -303,6 +304,34 @@ static int emit_hooks_events(gen *g) {
     return 0;
 }
 
+/* LONGITUDINAL_DIFFUSION (ns_mech_desc.ldifus_coef): per instance, element j_'s flux coefficient (returned)
+ * and its COMPARTMENT volume (*vol_), as NEURON's _difcoef; read only (no copies loaded) */
+static void emit_ldifus(gen *g) {
+    const struct ns_nmodl *m = g->m;
+    buf *b = g->b;
+    if (!m->n_ldifus) return;
+    nm_put(b, "NS_MECH_FN double nsm_%s_ldifus_F(ns_mech_ppack *p, ", m->name);
+    nm_put_fparams(g);
+    nm_put(b, "int i_, int node_, int j_, double *vol_) {\n    const double v_ = p->v[node_];\n"
+              "    (void)i_; (void)v_;\n");
+    nm_put_arrays(g, 4);
+    g->n_scope = 0;
+    g->mode = M_CNEXP;
+    nm_put(b, "    switch (j_) {\n");
+    for (int j = 0; j < m->n_ldifus; j++) {
+        nm_put(b, "    case %d:\n        *vol_ = ", j);
+        nm_gen_ex(g, m->ldifus[j].vol);
+        nm_put(b, ";\n        return ");
+        nm_gen_ex(g, m->ldifus[j].flux);
+        nm_put(b, ";\n");
+    }
+    nm_put(b, "    default:\n        *vol_ = 1.0;\n        return 0.0;\n    }\n}\n\n");
+    nm_put(b, "NS_MECH_FN double nsm_%s_ldifus_one(ns_mech_ppack *p, int i_, int node_, int j_, double *vol_) {\n"
+              "    return nsm_%s_ldifus_F(p, ", m->name, m->name);
+    nm_put_addresses(g, "&p->field[%d][i_]", 0);
+    nm_put(b, "i_, node_, j_, vol_);\n}\n\n");
+}
+
 /* the entry points on the ppack's arrays: the _one wrappers */
 static void emit_one_wrappers(gen *g) {
     const struct ns_nmodl *m = g->m;
@@ -357,6 +386,7 @@ int nm_emit_header(gen *g) {
     }
     if (emit_init(g) || emit_current(g) || emit_state(g) || emit_hooks_events(g)) return -1;
     emit_one_wrappers(g);
+    emit_ldifus(g);
     nm_put(b, "#endif\n");
     return 0;
 }
@@ -522,6 +552,14 @@ int nm_emit_c(gen *g) {
                "static void nsm_%s_net_receive(ns_mech_ppack *p, int i, double w) {\n"
                "    double w_[%d] = {w};\n    nsm_%s_net_receive_w(p, i, w_, 0.0);\n}\n\n",
             name, name, name, m->n_net_args, name);
+    if (m->n_ldifus) { /* ns_mech_desc.ldifus_field and ldifus_coef */
+        nm_put(b, "static const int nsm_%s_ldfields[%d] = {", name, m->n_ldifus);
+        for (int j = 0; j < m->n_ldifus; j++) nm_put(b, "%s%d", j ? ", " : "", m->ldifus[j].field);
+        nm_put(b, "};\n\nstatic void nsm_%s_ldifus(ns_mech_ppack *p, int j, double *dc, double *vol) {\n"
+               "    for (int i = 0; i < p->n; ++i)\n"
+               "        dc[i] = nsm_%s_ldifus_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, j, &vol[i]);\n"
+               "}\n\n", name, name);
+    }
     if (m->n_watch)
         nm_put(b, "static double nsm_%s_watch(ns_mech_ppack *p, int i, int k) {\n"
                "    return nsm_%s_watch_one(p, i, p->node_index ? p->node_index[i] : p->node_begin + i, k);\n}\n\n",

@@ -257,6 +257,7 @@ static int emit_st(gen *g, const st *s, int indent) {
         return 0;
     case ST_REACTION:
     case ST_CONSERVE:
+    case ST_LDIFUS:
     case ST_COMPARTMENT: return nm_gfail(g, s->line, "a KINETIC statement outside a KINETIC block");
     case ST_EQUATION: return emit_equation(g, s, indent);
     case ST_DERIV: return emit_deriv_st(g, s, indent);

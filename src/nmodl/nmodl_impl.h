@@ -57,7 +57,8 @@ typedef enum st_kind {
     ST_ASSIGN, ST_DERIV, ST_IF, ST_CALL, ST_SOLVE, ST_WHILE, ST_FROM, ST_RETURN,
     ST_REACTION, ST_CONSERVE, ST_COMPARTMENT, /* KINETIC only: lowered by nmodl_kinetic.c */
     ST_EQUATION, /* LINEAR and NONLINEAR only: ~ e = e2 */
-    ST_VERBATIM /* VERBATIM C, compiled as written (nmodl_verbatim.c): name is the C */
+    ST_VERBATIM, /* VERBATIM C, compiled as written (nmodl_verbatim.c): name is the C */
+    ST_LDIFUS /* KINETIC only: LONGITUDINAL_DIFFUSION [i,] flux {states}, as ST_COMPARTMENT (nm_kinetic_lower) */
 } st_kind;
 /* A term of a reaction or CONSERVE: num x name. */
 typedef struct rterm {
@@ -78,7 +79,7 @@ typedef struct st {
     int method;          /* ST_SOLVE; ST_CONSERVE: the row it replaces (nm_kinetic_lower) */
     int steady;          /* ST_SOLVE: SOLVE ... STEADYSTATE method (INITIAL) */
     /* ST_REACTION: lhs <-> rhs (e, e2), lhs -> rhs (e), lhs << (e) (react '<->', '->', '<<');
-     * ST_CONSERVE: lhs = e; ST_COMPARTMENT: e {lhs} */
+     * ST_CONSERVE: lhs = e; ST_COMPARTMENT, ST_LDIFUS: e {lhs} (name: the index, or NULL) */
     rterm *lhs, *rhs;
     int n_lhs, n_rhs;
     ex *e2;
@@ -168,6 +169,8 @@ typedef struct var {
     int pointer;         /* V_POINTER: index into ppack.pointer, else -1 */
     int stream;          /* V_RANDOM: its stream (1, 2, ...: nmodl_random.c) */
     int implicit;        /* named only by NONSPECIFIC_CURRENT/ELECTRODE_CURRENT so far: a declaration may follow */
+    int start;           /* a STATE whose NAME0 the NEURON block names GLOBAL: 1 + that GLOBAL's index in vars,
+                            its value before INITIAL (nocmodl's implicit x0); 0: the START value */
 } var;
 
 typedef struct ion_use {
@@ -228,6 +231,11 @@ struct ns_nmodl {
     int cuda_may_fail;   /* device C calls hoc_execerror, hoc_execerr_ext, exit or abort (ns_mech_desc.cuda_errors) */
     int threadsafe;      /* the NEURON block says THREADSAFE */
     const char *thread_unsafe; /* NULL, or FILE:LINE and why not (static C state; nm_verbatim_check) */
+    /* LONGITUDINAL_DIFFUSION (nm_kinetic_lower): one entry per diffusing STATE element, in NEURON's
+     * order (the statements', each array's elements ascending): its field, the flux coefficient (the
+     * statement's expression) and the volume (the state's COMPARTMENT size) at that element */
+    struct ldifus { int field; int line; ex *flux, *vol; } *ldifus;
+    int n_ldifus;
     char **pointers;     /* POINTER names in declaration order (BBCOREPOINTER's stay ASSIGNED fields) */
     int *pointers_line;
     int n_pointers;
@@ -248,12 +256,13 @@ static inline int nm_hook_on_device(const struct ns_nmodl *m, int h) {
 }
 
 /* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM C that is
- * not device C (m->verbatim_gpu_why), a DESTRUCTOR, a point process's
+ * not device C (m->verbatim_gpu_why), a DESTRUCTOR, LONGITUDINAL_DIFFUSION, a point process's
  * CONSTRUCTOR (m->gpu_why says where); per-connection state, NET_RECEIVE's
  * INITIAL, self events, net_event, net_move, WATCH, ARTIFICIAL_CELL and the
  * BEFORE/AFTER blocks have them */
 static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
     return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || m->hooks[NS_MECH_DESTRUCTOR] ||
+           m->n_ldifus ||
            (m->point && m->hooks[NS_MECH_CONSTRUCTOR]);
 }
 

@@ -235,7 +235,7 @@ static int elements(lower *L, const stlist *l) {
                 const var *v = find_var(L->m, t[j].name);
                 const int size = v ? v->size : 0;
                 t[j].elem = 0;
-                if (s->kind == ST_COMPARTMENT) continue; /* names whole arrays */
+                if (s->kind == ST_COMPARTMENT || s->kind == ST_LDIFUS) continue; /* names whole arrays */
                 if (!t[j].index) {
                     if (size) return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is an array: it needs an index", t[j].name);
                     continue;
@@ -304,6 +304,36 @@ static int collect(lower *L, const stlist *l) {
     return 0;
 }
 
+/* LONGITUDINAL_DIFFUSION [i,] flux {states}: each element of each state into m->ldifus with its flux
+ * coefficient and its COMPARTMENT size (an earlier statement's, as nocmodl's massageldifus requires),
+ * the index replaced by the element as in COMPARTMENT */
+static int ldifus(lower *L, const st *s) {
+    struct ns_nmodl *m = L->m;
+    for (int j = 0; j < s->n_lhs; j++) {
+        const var *v = find_var(m, s->lhs[j].name);
+        if (!v || v->cls != V_STATE)
+            return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "LONGITUDINAL_DIFFUSION: '%s' must be a STATE",
+                         s->lhs[j].name);
+        for (int e = 0; e < (v->size ? v->size : 1); e++) {
+            const int r = row_of(L->k, s->lhs[j].name, e);
+            if (r < 0 || !L->k->cap[r])
+                return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line,
+                             "LONGITUDINAL_DIFFUSION: '%s' must be declared in an earlier COMPARTMENT statement of "
+                             "the block and take part in its reactions (nocmodl: \"must be declared in COMPARTMENT\")",
+                             s->lhs[j].name);
+            struct ldifus *n = nm_realloc(&m->arena, m->ldifus, (size_t)(m->n_ldifus + 1) * sizeof *n);
+            if (!n) return oom(L, s->line);
+            m->ldifus = n;
+            n += m->n_ldifus++;
+            n->field = v->field + e;
+            n->line = s->line;
+            n->vol = L->k->cap[r];
+            if (!(n->flux = s->name ? subst(L, s->e, s->name, e) : s->e)) return oom(L, s->line);
+        }
+    }
+    return 0;
+}
+
 /* the COMPARTMENT sizes and the rows the CONSERVEs replace (nocmodl: the
  * equation of the last state the statement names, the first of its list) */
 static int compartments(lower *L, stlist *l) {
@@ -326,6 +356,8 @@ static int compartments(lower *L, stlist *l) {
                     if (!k->cap[r]) return oom(L, s->line);
                 }
             }
+        } else if (s->kind == ST_LDIFUS) {
+            if (ldifus(L, s)) return -1;
         } else if (s->kind == ST_CONSERVE && !L->deriv) {
             int r = -1;
             for (int j = s->n_lhs - 1; j >= 0 && r < 0; j--) {
@@ -463,7 +495,8 @@ static int lower_list(lower *L, stlist *l) {
         case ST_CONSERVE: /* euler and runge ignore it (nocmodl: "euler method ignores conservation") */
             if (!L->deriv && lower_conserve(L, &o, s)) return -1;
             break;
-        case ST_COMPARTMENT: break;
+        case ST_COMPARTMENT:
+        case ST_LDIFUS: break;
         case ST_DERIV: return lfail(L, NS_ERR_PARSE, s->line, "%s' = ... in a KINETIC block", s->name);
         case ST_EQUATION: return lfail(L, NS_ERR_PARSE, s->line, "an equation ('~ a = b') in a KINETIC block");
         case ST_SOLVE: return lfail(L, NS_ERR_PARSE, s->line, "SOLVE in a KINETIC block");

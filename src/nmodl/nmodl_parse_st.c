@@ -373,12 +373,16 @@ static st *parse_conserve(parser *p, st *s, const tok *t) {
         if (parse_rterms(p, &s->lhs, &s->n_lhs) || nm_expect(p, '=') || !(s->e = parse_expr(p))) return NULL;
         return s;
     }
-    s->kind = ST_COMPARTMENT;
+    const int ld = !strcmp(t->text, "LONGITUDINAL_DIFFUSION");
+    s->kind = ld ? ST_LDIFUS : ST_COMPARTMENT;
+    if (ld) nm_cpu_only(p, s->line, "LONGITUDINAL_DIFFUSION (diffusion between segments, a tree solve per species "
+                                    "after the states) runs on the CPU loop only");
     if (!(s->e = parse_expr(p))) return NULL;
     if (nm_is_punct(p, ',')) { /* COMPARTMENT i, size(i) {arrays}: element i's size */
         p->pos++;
         if (s->e->kind != EX_VAR || s->e->a) {
-            nm_perr(p, NS_ERR_PARSE, s->line, "COMPARTMENT index, size {...}: the index must be a name");
+            nm_perr(p, NS_ERR_PARSE, s->line, "%s index, %s {...}: the index must be a name", t->text,
+                    ld ? "flux" : "size");
             return NULL;
         }
         s->name = s->e->text;
@@ -561,7 +565,9 @@ st *nm_parse_statement(parser *p, stlist *l, block *owner) {
         if (!(s->e = parse_expr(p)) || nm_expect(p, '=') || !(s->e2 = parse_expr(p))) return NULL;
         return s;
     }
-    if (in_kinetic && (nm_is_name(p, "CONSERVE") || nm_is_name(p, "COMPARTMENT"))) return parse_conserve(p, s, t);
+    if (in_kinetic && (nm_is_name(p, "CONSERVE") || nm_is_name(p, "COMPARTMENT") ||
+                       nm_is_name(p, "LONGITUDINAL_DIFFUSION")))
+        return parse_conserve(p, s, t);
     if (t->kind == T_RETURN) {
         p->pos++;
         s->kind = ST_RETURN;
@@ -599,11 +605,8 @@ st *nm_parse_statement(parser *p, stlist *l, block *owner) {
             nm_perr(p, NS_ERR_PARSE, t->line, "expected a statement, found %s", nm_describe(t));
         return NULL;
     }
-    if (!strcmp(t->text, "LONGITUDINAL_DIFFUSION")) {
-        nm_perr(p, NS_ERR_UNSUPPORTED, t->line,
-                "LONGITUDINAL_DIFFUSION is not supported: NEURON couples the concentration between neighbouring "
-                "segments (its own tridiagonal solve per species after the states), which neurosolve does not do; "
-                "without the statement each segment's concentration evolves alone (no diffusion along the section)");
+    if (!strcmp(t->text, "LONGITUDINAL_DIFFUSION")) { /* in a KINETIC block: parse_conserve */
+        nm_perr(p, NS_ERR_PARSE, t->line, "LONGITUDINAL_DIFFUSION outside a KINETIC block (NEURON takes it only in one)");
         return NULL;
     }
     if (nm_unsupported_name(t->text)) {

@@ -18,7 +18,8 @@
  *              added by the solve's elimination, node by node)
  *   solve      the Hines solve and v += x, t += dt; the pivot and NaN/Inf
  *              checks
- *   states     every mechanism's and synapse's states from the new v; the
+ *   states     every mechanism's and synapse's states from the new v; then
+ *              LONGITUDINAL_DIFFUSION (CPU loop, mech/ldifus.c); the
  *              AFTER SOLVE and BEFORE STEP blocks; a mechanism's error
  *   detection  threshold crossings: the network's detectors and the spike
  *              compartment of every cell (into sim_spike_out)

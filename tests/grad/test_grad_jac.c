@@ -313,7 +313,7 @@ int main(void) {
     if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &why));
     CHECK_MSG(why && strstr(why, "NULL, NULL, NULL, \"ns.mod:7: no derivative code for the call net_send()\""),
               "net_send refused by FILE:LINE (%s)", why ? strstr(why, "NULL, NULL, NULL") : "no text");
-    CHECK(why && strstr(why, "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL\n};")); /* no vjp_net_receive */
+    CHECK(why && strstr(why, "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL\n};")); /* no vjp_net_receive */
     ns_nmodl_free(why);
     ns_nmodl_destroy(mod);
     mod = NULL;

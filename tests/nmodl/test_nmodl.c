@@ -345,9 +345,32 @@ int main(void) {
     bad("from_to.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM 0 TOO 1\n}\n", NS_ERR_PARSE, "from_to.mod:3:", "expected TO");
     bad("to_name.mod", "NEURON { SUFFIX x }\nSTATE {\n  z FROM -1 TO y\n}\n", NS_ERR_PARSE, "to_name.mod:3:", "after TO");
     bad("brace.mod", "NEURON { SUFFIX x }\nINITIAL {\n", NS_ERR_PARSE, "brace.mod:3:", "missing '}'");
+    /* LONGITUDINAL_DIFFUSION (the diffusion against NEURON: tests/sim/test_sim_ldifus_neuron.c): its state
+     * needs an earlier COMPARTMENT (nocmodl's "must be declared in COMPARTMENT"), must be a STATE, and the
+     * statement belongs in a KINETIC block */
     bad("ldifus.mod", "NEURON { SUFFIX x USEION ca READ cai WRITE cai }\nSTATE { cai }\nKINETIC k {\n"
-        "  LONGITUDINAL_DIFFUSION 0.6 {cai}\n  ~ cai << (0)\n}\n", NS_ERR_UNSUPPORTED, "ldifus.mod:4:",
-        "LONGITUDINAL_DIFFUSION is not supported: NEURON couples the concentration between neighbouring segments");
+        "  LONGITUDINAL_DIFFUSION 0.6 {cai}\n  ~ cai << (0)\n}\n", NS_ERR_INVALID_ARGUMENT, "ldifus.mod:4:",
+        "LONGITUDINAL_DIFFUSION: 'cai' must be declared in an earlier COMPARTMENT statement");
+    bad("ldifus_late.mod", "NEURON { SUFFIX x USEION ca READ cai WRITE cai }\nSTATE { cai }\nKINETIC k {\n"
+        "  LONGITUDINAL_DIFFUSION 0.6 {cai}\n  COMPARTMENT 2 {cai}\n  ~ cai << (0)\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "ldifus_late.mod:4:", "must be declared in an earlier COMPARTMENT statement");
+    bad("ldifus_par.mod", "NEURON { SUFFIX x }\nPARAMETER { g = 1 }\nSTATE { a }\nKINETIC k {\n"
+        "  COMPARTMENT 2 {a}\n  LONGITUDINAL_DIFFUSION 0.6 {g}\n  ~ a << (0)\n}\n", NS_ERR_INVALID_ARGUMENT,
+        "ldifus_par.mod:6:", "LONGITUDINAL_DIFFUSION: 'g' must be a STATE");
+    bad("ldifus_out.mod", "NEURON { SUFFIX x }\nSTATE { a }\nINITIAL {\n  LONGITUDINAL_DIFFUSION 0.6 {a}\n}\n",
+        NS_ERR_PARSE, "ldifus_out.mod:4:", "LONGITUDINAL_DIFFUSION outside a KINETIC block");
+    /* nocmodl's implicit X0 of a STATE X, named GLOBAL (cadifusl.mod's `GLOBAL Buffer0`): a GLOBAL with X's
+     * START value, which X takes before INITIAL (each element of an array) */
+    {
+        const char *s0 = "NEURON { SUFFIX x GLOBAL b0 }\nSTATE { a b[2] START 3 }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
+                         "KINETIC k {\n  ~ a <-> b[0] (1, 2)\n  ~ b[0] <-> b[1] (1, 2)\n}\n";
+        const char *h = emit(s0, NS_NMODL_HEADER);
+        CHECK(strstr(h, "    *F0_ = 0.0;\n    *F1_ = p->global[0];\n    *F2_ = p->global[0];\n"));
+        const char *cc = emit(s0, NS_NMODL_C);
+        CHECK(strstr(cc, "nsm_x_gdefaults[] = {3") && strstr(cc, "\"b0\""));
+        bad("s0.mod", "NEURON { SUFFIX x GLOBAL c0 }\nSTATE { a }\n", NS_ERR_INVALID_ARGUMENT, "s0.mod:1:",
+            "GLOBAL c0: not declared");
+    }
     bad("partial.mod", "NEURON { SUFFIX x }\nSTATE { a b }\n\nPARTIAL k {\n  a' = 1\n}\n", NS_ERR_UNSUPPORTED,
         "partial.mod:4:", "PARTIAL");
     /* KINETIC: the lowering's errors and decisions (the solver against NEURON: test_nmodl_neuron.c) */
@@ -404,7 +427,7 @@ int main(void) {
         CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init,"));
         CHECK(o && strstr(o, "#ifdef NS_MECH_WITH_CUDA\n    {NULL, nsm_x_cuda_hook1, NULL, NULL, NULL, nsm_x_cuda_hook5, "
                              "NULL},\n#else\n    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},\n#endif\n"
-                             "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL\n};")); /* no VERBATIM C: cannot fail on the device */
+                             "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL\n};")); /* no VERBATIM C: cannot fail on the device */
         CHECK(o && strstr(o, "int nsm_x_cuda_hook1(const ns_mech_ppack *, void *);"));
         const char *cu = emit(ba, NS_NMODL_CUDA);
         CHECK(cu && strstr(cu, "extern \"C\" int nsm_x_cuda_hook1(") && strstr(cu, "extern \"C\" int nsm_x_cuda_hook5(") &&

@@ -706,5 +706,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     nsm_Exp2Syn_vjpn_init, nsm_Exp2Syn_vjpn_current, nsm_Exp2Syn_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
-    nsm_Exp2Syn_vjp_net_receive
+    nsm_Exp2Syn_vjp_net_receive,
+    0, NULL, NULL
 };

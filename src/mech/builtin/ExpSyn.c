@@ -521,5 +521,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     nsm_ExpSyn_vjpn_init, nsm_ExpSyn_vjpn_current, nsm_ExpSyn_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
-    nsm_ExpSyn_vjp_net_receive
+    nsm_ExpSyn_vjp_net_receive,
+    0, NULL, NULL
 };

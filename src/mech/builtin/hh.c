@@ -1182,5 +1182,6 @@ const ns_mech_desc nsm_hh_desc = {
     nsm_hh_vjpn_init, nsm_hh_vjpn_current, nsm_hh_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
-    NULL
+    NULL,
+    0, NULL, NULL
 };

@@ -478,5 +478,6 @@ const ns_mech_desc nsm_pas_desc = {
     nsm_pas_vjpn_init, nsm_pas_vjpn_current, nsm_pas_vjpn_state,
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
-    NULL
+    NULL,
+    0, NULL, NULL
 };

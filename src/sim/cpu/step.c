@@ -505,6 +505,7 @@ NS_ALWAYS_INLINE int phase_states(const ns_sim_t *sim, const block_view *bv, con
     if (fused) ns_model_block_fused_states(sim->model, blk->mech, W, bv->v, t, dt, celsius, last);
     else ns_model_block_states(sim->model, blk->mech, bv->v, t, dt, celsius);
     if (blk->net) ns_net_states(blk->net, bv->v, t, dt, celsius);
+    if (!fused && blk->mech) ns_ldifus_step(blk->mech, W, bv->v, t, dt, celsius);
     if (!fused) hooks(sim, blk, bv->v, NS_MECH_AFTER_SOLVE, NS_MECH_BEFORE_STEP, t);
     if (blk->mech && ns_model_block_error(blk->mech)->set) { /* a mechanism's C stopped the run */
         *fault = (block_fault){step, blk->cell[0], -1, 0.0, ns_model_block_error(blk->mech)};
