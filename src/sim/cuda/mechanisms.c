@@ -227,11 +227,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         ppack_bind(gm, g, cnt, nodes_d, fptr_d, globals_d, table_d, ions_d, ftab_d);
         gm->p.error = ns_gpu_errors_record(&g->m_err, k); /* NULL: its device code cannot fail */
         if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
-            st = ns_fail(NS_ERR_UNSUPPORTED,
-                         "simulation: mechanism %s has no CUDA code%s%s%s: build its library with `neurosolve "
-                         "mechanisms build --cuda` (or use the CPU backend)",
-                         desc->name, desc->cuda_why_not ? " (" : "", desc->cuda_why_not ? desc->cuda_why_not : "",
-                         desc->cuda_why_not ? ")" : "");
+            st = ns_gpu_no_cuda_code("simulation: mechanism", desc);
         else if (host_hooks(desc))
             st = host_hooks_refused(desc);
     }
@@ -266,6 +262,18 @@ static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm
                                          sim->params.celsius, stream));
     }
     return NS_OK;
+}
+
+/* A mechanism without CUDA entry points: why (cuda_why_not: its library was built with --cuda, and
+ * this mechanism stays on the CPU), else built without --cuda */
+ns_status ns_gpu_no_cuda_code(const char *what, const ns_mech_desc *d) {
+    if (d->cuda_why_not)
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s %s has no CUDA code (%s): run it on the CPU backend", what, d->name,
+                       d->cuda_why_not);
+    return ns_fail(NS_ERR_UNSUPPORTED,
+                   "%s %s has no CUDA code: build its library with `neurosolve mechanisms build --cuda` (or use the "
+                   "CPU backend)",
+                   what, d->name);
 }
 
 ns_status ns_gpu_errors_create(gpu_errors *e, const gpu_model *g, int32_t n,

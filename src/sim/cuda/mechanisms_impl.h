@@ -118,6 +118,9 @@ static inline void ppack_bind(gpu_mech *gm, const gpu_model *g, int64_t cnt, int
     gm->p.diam = g->geom + g->nodes;
 }
 
+/* NS_ERR_UNSUPPORTED: WHAT NAME has no CUDA code, with why (desc->cuda_why_not) and what to do */
+ns_status ns_gpu_no_cuda_code(const char *what, const ns_mech_desc *d);
+
 /* The error channel of n mechanisms whose descriptors desc(g, k) give: allocated once, with no
  * error yet, and each mechanism's ppack.error bound to its record (NULL: none) by the caller
  * through ns_gpu_errors_record; reset: no error again (finitialize); free: e zeroed. */

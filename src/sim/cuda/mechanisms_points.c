@@ -305,11 +305,7 @@ static ns_status point_refused(const ns_mech_desc *d) {
     if (!d->cuda_init || !d->cuda_current || !d->cuda_state || (d->has_net_receive && !d->cuda_net_receive) ||
         (d->net_init && !d->cuda_net_init))
         /* an electrode (no NET_RECEIVE: SEClamp) is placed but never a target (ns_sim_connect) */
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "network: synapse type %s has no CUDA code%s%s%s: build its library with `neurosolve "
-                       "mechanisms build --cuda` (or use the CPU backend)",
-                       d->name, d->cuda_why_not ? " (" : "", d->cuda_why_not ? d->cuda_why_not : "",
-                       d->cuda_why_not ? ")" : "");
+        return ns_gpu_no_cuda_code("network: synapse type", d);
     return NS_OK;
 }
 
