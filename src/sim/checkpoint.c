@@ -218,9 +218,9 @@ ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
     if (ns_sim_synapses(sim) > 0 || ns_sim_sources(sim) > 0)
         return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation with a network cannot be checkpointed yet: its "
                                            "synapses' states and queued events are not saved", path);
-    if (sim->failed)
-        return ns_fail(NS_ERR_NOT_FINITE, "checkpoint %s: the simulation stopped on NaN/Inf; its state is not saved",
-                       path);
+    if (sim->failed != NS_OK)
+        return ns_fail(sim->failed, "checkpoint %s: the simulation stopped %s; its state is not saved", path,
+                       ns_sim_failed_what(sim));
     ns_status st = ns_sim_index(sim);
     if (st != NS_OK) return st;
     ck_names nm;
@@ -542,7 +542,7 @@ static ns_status apply_contents(ns_sim_t *sim, const ck_names *nm, ck_contents *
     sim->t = c->t;
     sim->steps = c->steps;
     sim->samples = c->samples;
-    sim->failed = 0;
+    sim->failed = NS_OK;
     return NS_OK;
 }
 

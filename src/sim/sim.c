@@ -404,7 +404,7 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     if (st != NS_OK) return st;
     sim->t = 0.0;
     sim->steps = 0;
-    sim->failed = 0;
+    sim->failed = NS_OK;
     sim->state_set = 0;
     sim->samples = 0;
     for (int64_t c = 0; c < sim->n_cells; ++c) sim->spikes.n[c] = 0;
@@ -436,12 +436,17 @@ static void trim_spikes(ns_sim_t *sim, double t) {
         while (sim->spikes.n[c] > 0 && sim->spikes.t[c][sim->spikes.n[c] - 1] > t) sim->spikes.n[c]--;
 }
 
+/* what stopped the last run, for the refusals until ns_sim_init */
+const char *ns_sim_failed_what(const ns_sim_t *sim) {
+    return sim->failed == NS_ERR_NOT_FINITE ? "on NaN/Inf" : sim->failed == NS_ERR_MECHANISM ? "on a mechanism's error" : "on an error";
+}
+
 ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     if (!sim) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: sim is NULL");
     if (sim->dist) return ns_dist_sim_advance(sim->dist, steps);
     if (steps < 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: %lld steps", (long long)steps);
-    if (sim->failed)
-        return ns_fail(NS_ERR_NOT_FINITE, "simulation: a previous run stopped on NaN/Inf; call ns_sim_init");
+    if (sim->failed != NS_OK)
+        return ns_fail(sim->failed, "simulation: a previous run stopped %s; call ns_sim_init", ns_sim_failed_what(sim));
     if (sim->net && sim->net->dirty)
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_sim_advance: synapses, sources or connections changed since ns_sim_init: call ns_sim_init "
@@ -492,12 +497,12 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
     if (st != NS_OK) {
         /* keep what the completed calls recorded (sim->samples is unchanged):
          * drop the spikes of the failed call */
-        sim->failed = 1;
+        sim->failed = st;
         trim_spikes(sim, t_before);
         return st;
     }
     if (fault.step != INT64_MAX) {
-        sim->failed = 1;
+        sim->failed = fault.mech ? NS_ERR_MECHANISM : NS_ERR_NOT_FINITE;
         const sim_shape *s = &sim->shapes[sim->cell_shape[fault.cell]];
         /* the time of the step's end, as NEURON's t would read */
         double t = 0.0, t_good = 0.0;

@@ -45,6 +45,8 @@ typedef struct sim_fault {
  * NS_ERR_MECHANISM, "FILE:LINE: mechanism NAME: message", with the time t [ms] and step
  * of the step it stopped (step < 0: at finitialize) */
 ns_status ns_sim_mech_error(const ns_mech_error *e, double t, int64_t step);
+/* "on NaN/Inf", "on a mechanism's error" or "on an error": what stopped the last run (sim->failed) */
+const char *ns_sim_failed_what(const ns_sim_t *sim);
 
 typedef struct sim_ops sim_ops;
 struct net_loop;
@@ -98,7 +100,7 @@ struct ns_sim {
     double t;        /* [ms] */
     int64_t steps;
     double elapsed_ms;
-    int failed;      /* a NaN stopped the last run: ns_sim_init is needed */
+    ns_status failed; /* what stopped the last run (NaN/Inf, a mechanism's error, ...; NS_OK: none): ns_sim_init is needed */
     int state_set;   /* ns_sim_set_state changed the host copy: push it before the next step */
 
     /* A sampler run after every sample_every-th step (the LFP, src/lfp):
