@@ -195,4 +195,29 @@ static inline void check_against_fd(const setup *su, const variant *base, const 
     }
 }
 
+/* One cell of su with the model base, cell 0's parameters of cases: the gradient of the loss on
+ * its three traces (the loss against the simulation's to 1e-12), then each case against central
+ * differences within tol. Returns the soma's highest v; *g_out, *sim_out and *m_out stay for the
+ * caller's further checks (it destroys them), with grad and *L. */
+static inline double grad_fd_cases(setup *su, const variant *base, const fd_case *cases, int n, double tol,
+                                   double *grad, double *L, ns_grad_t **g_out, ns_sim_t **sim_out,
+                                   ns_sim_model_t **m_out) {
+    ns_sim_t *sim = make_sim(su, su->cell, 1, base, m_out);
+    add_io(sim, su, 1);
+    ns_grad_t *g = NULL;
+    CHECK_OK(ns_grad_create(sim, NULL, &g));
+    for (int k = 0; g && k < n; ++k) CHECK_OK(ns_grad_add_param(g, 0, cases[k].where, cases[k].name, NULL));
+    double *tr = calloc((size_t)su->samples * 3, sizeof *tr);
+    ns_grad_loss loss = {su->target, su->weight, NULL};
+    CHECK_OK(ns_grad_run(g, su->steps, &loss, L, grad, tr));
+    double vmax = -1e9;
+    for (int64_t q = 0; tr && q < su->samples; ++q) vmax = fmax(vmax, tr[3 * q]);
+    free(tr);
+    CHECK_MSG(check_rel(*L, sim_loss(su, su->cell, base)) <= 1e-12, "loss %.17g vs the simulation's", *L);
+    check_against_fd(su, base, g, cases, n, grad, tol);
+    *g_out = g;
+    *sim_out = sim;
+    return vmax;
+}
+
 #endif

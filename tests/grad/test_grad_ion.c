@@ -50,20 +50,11 @@ int main(void) {
                                     {"soma", "minCai_CaDynamics_E2", 1e-2}};
     enum { N_CASES = (int)(sizeof cases / sizeof *cases) };
     ns_sim_model_t *m = NULL;
-    ns_sim_t *sim = make_sim(&su, su.cell, 1, &base, &m);
-    add_io(sim, &su, 1);
+    ns_sim_t *sim = NULL;
     ns_grad_t *g = NULL;
-    CHECK_OK(ns_grad_create(sim, NULL, &g));
-    for (int k = 0; g && k < N_CASES; ++k) CHECK_OK(ns_grad_add_param(g, 0, cases[k].where, cases[k].name, NULL));
     double grad[N_CASES], L = 0.0;
-    double *tr = calloc((size_t)su.samples * 3, sizeof *tr);
-    ns_grad_loss loss = {su.target, su.weight, NULL};
-    CHECK_OK(ns_grad_run(g, STEPS, &loss, &L, grad, tr));
-    double vmax = -1e9;
-    for (int64_t q = 0; q < su.samples; ++q) vmax = fmax(vmax, tr[3 * q]);
+    const double vmax = grad_fd_cases(&su, &base, cases, N_CASES, 1e-6, grad, &L, &g, &sim, &m);
     CHECK_MSG(vmax > 0.0, "the soma spikes in the run (max v %.3g mV)", vmax);
-    CHECK_MSG(check_rel(L, sim_loss(&su, su.cell, &base)) <= 1e-12, "loss %.17g vs the simulation's", L);
-    check_against_fd(&su, &base, g, cases, N_CASES, grad, 1e-6);
     /* checkpoints every 7 steps (the ions recomputed from them): the same bits */
     ns_grad_options o;
     ns_grad_options_init(&o);
@@ -72,6 +63,7 @@ int main(void) {
     CHECK_OK(ns_grad_create(sim, &o, &g7));
     for (int k = 0; g7 && k < N_CASES; ++k) CHECK_OK(ns_grad_add_param(g7, 0, cases[k].where, cases[k].name, NULL));
     double grad7[N_CASES], L7 = 0.0;
+    ns_grad_loss loss = {su.target, su.weight, NULL};
     CHECK_OK(ns_grad_run(g7, STEPS, &loss, &L7, grad7, NULL));
     CHECK_MSG(L7 == L && !memcmp(grad7, grad, sizeof grad), "checkpoints every 7 steps: the same bits");
     ns_grad_destroy(g7);
@@ -123,7 +115,6 @@ int main(void) {
             ns_mech_library_close(elib);
         }
     }
-    free(tr);
     setup_free(&su);
     ns_mech_library_close(lib);
     tmpdir_remove();
