@@ -146,7 +146,8 @@ static void check_block(const char *name, double usetable) {
     const ns_mech_desc *d = builtin(name);
     CHECK(d && d->vjp_init_n && d->vjp_current_n && d->vjp_state_n);
     if (!d || !d->vjp_init_n || !d->vjp_current_n || !d->vjp_state_n) return;
-    const int nf = d->n_fields, ng = d->n_globals, n_in = 1 + nf + ng;
+    /* the GLOBALs' rows, then 4 per USEION (ABI 8's ion lanes: e, ci, co, i) */
+    const int nf = d->n_fields, ng = d->n_globals + 4 * d->n_ions, n_in = 1 + nf + ng;
     double v[NODES], rhs[NODES] = {0}, dd[NODES] = {0}, e[2][NODES], z[NODES] = {0}, glob[4] = {usetable};
     double *field[64], store[64 * NI], table[2048] = {0};
     for (int x = 0; x < NODES; ++x) {
@@ -174,7 +175,9 @@ static void check_block(const char *name, double usetable) {
             void (*blk)(ns_mech_ppack *, const double *, double *, double *, double *) =
                 phase == 0 ? d->vjp_init_n : phase == 1 ? d->vjp_current_n : d->vjp_state_n;
             const int n_out = nf + (phase == 1 ? 2 : 0);
-            double lo[66 * NI], li[66], lv[NODES], lf[64 * NI], lg[4 * NI], rv[NODES], rf[64 * NI], rg[4 * NI];
+            double lo[66 * NI], li[66], lv[NODES], lf[64 * NI], lg[16 * NI], rv[NODES], rf[64 * NI], rg[16 * NI];
+            CHECK(ng <= 16 && n_in <= 66);
+            if (ng > 16 || n_in > 66) return;
             for (int q = 0; q < n_out * NI; ++q) lo[q] = (q % 5 == 3) ? 0.0 : sin(0.7 * q + phase);
             for (int x = 0; x < NODES; ++x) lv[x] = rv[x] = 0.25 * x;
             for (int q = 0; q < nf * NI; ++q) lf[q] = rf[q] = cos(0.3 * q);
@@ -195,7 +198,6 @@ static void check_block(const char *name, double usetable) {
                       phase, path ? "node_index" : "node_begin");
         }
     }
-    (void)n_in;
 }
 
 /* A leak gated by a state, with a GLOBAL: its C from the translator, built
