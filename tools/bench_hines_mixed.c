@@ -30,9 +30,7 @@ static void help(void) {
            "  --workloads a,b,c,d,e,f  which workloads (default all; see the source's header)\n"
            "  --quick                  a small grid (smoke test)\n"
            "  --methods M,...          GPU methods (default interleaved,flat,fine-grained,\n"
-           "                           branch-level,tree; onchip is added for one-shape batches);\n"
-           "                           tree:round: the tree layout with big cells numbered by\n"
-           "                           elimination round, in the same run\n"
+           "                           branch-level,tree; onchip is added for one-shape batches)\n"
            "  --repeats N              timed GPU runs per row, median (default 10)\n"
            "  --cpu-repeats N          timed sequential/OpenMP runs, median (default 5)\n"
            "  --fine-threads T         threads per block of fine-grained (default: the library's)\n"
@@ -70,7 +68,7 @@ typedef struct {
 } bench_cfg;
 
 /* Time one method (median of repeats) and check it; 0 on success. */
-static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int32_t variant, int repeats, int fine_threads,
+static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int repeats, int fine_threads,
                             const double *a, const double *b, const double *d0, const double *r0,
                             const double *xref, double *work, double *ms, double *err,
                             double *layout_ms) {
@@ -85,7 +83,6 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int32_t 
     ns_solve_options_init(&o);
     cli_solve_env(&o);
     o.method = m;
-    o.tree_variant = variant;
     if (m == NS_HINES_FINE_GRAINED) o.block_size = fine_threads; /* 0: the default */
     ns_hines_solver_t *s = NULL;
     ns_status st = ns_hines_solver_create(batch, &o, &s);
@@ -103,22 +100,9 @@ static ns_status run_method(const ns_batch_t *batch, ns_hines_method m, int32_t 
     return st;
 }
 
-/* A --methods item: a method name, or tree:round (the tree layout's variant,
- * ns_solve_options.tree_variant). 0, or 2
- * after printing the usage error. */
-static int method_parse(const char *item, ns_hines_method *m, int32_t *variant) {
-    char name[64];
-    snprintf(name, sizeof name, "%s", item);
-    char *colon = strchr(name, ':');
-    *variant = 0;
-    if (colon) {
-        *colon = 0;
-        const char *v = colon + 1;
-        if (strcmp(name, "tree") != 0 || strcmp(v, "round") != 0)
-            return cli_usage_error("bench hines --mixed", "--methods: '%s': the variant is tree:round", item);
-        *variant = NS_TREE_ROUND_ORDER;
-    }
-    if (ns_hines_method_from_name(name, m) != NS_OK)
+/* A --methods item: a method name. 0, or 2 after printing the usage error. */
+static int method_parse(const char *item, ns_hines_method *m) {
+    if (ns_hines_method_from_name(item, m) != NS_OK)
         return cli_usage_error("bench hines --mixed", "%s", ns_last_error());
     return 0;
 }
@@ -150,8 +134,7 @@ static int bench_batch(const bench_cfg *cfg, const char *workload, const char *l
     int rc = 0;
     for (int k = 0; k < nm && st == NS_OK && !rc; ++k) {
         ns_hines_method m;
-        int32_t variant = 0;
-        if ((rc = method_parse(names[k], &m, &variant)) != 0) break;
+        if ((rc = method_parse(names[k], &m)) != 0) break;
         const int cpu = ns_hines_method_backend(m) == NS_BACKEND_CPU;
         mrow *r = add_row(out);
         if (!r) { rc = cli_error("out of memory"); break; }
@@ -161,7 +144,7 @@ static int bench_batch(const bench_cfg *cfg, const char *workload, const char *l
         r->cells = ns_batch_cells(batch);
         r->comps = n;
         r->shapes = ns_batch_shapes(batch);
-        ns_status vs = run_method(batch, m, variant, cpu ? cfg->cpu_repeats : cfg->repeats, cfg->fine_threads, a, b, d0, r0,
+        ns_status vs = run_method(batch, m, cpu ? cfg->cpu_repeats : cfg->repeats, cfg->fine_threads, a, b, d0, r0,
                                   k == 0 ? NULL : xref, work, &r->ms, &r->error, &r->layout_ms);
         if (k == 0 && vs == NS_OK) memcpy(xref, work + 2 * n, bytes), r->error = 0.0;
         if (vs != NS_OK) {
@@ -325,8 +308,7 @@ static int parse_options(int argc, char **argv, bench_cfg *cfg, mixed_opts *o) {
     cfg->n_methods = cli_split_list(o->methods_buf, cfg->methods, MAX_METHODS);
     for (int k = 0; k < cfg->n_methods; ++k) {
         ns_hines_method m;
-        int32_t variant = 0;
-        if (method_parse(cfg->methods[k], &m, &variant)) return 2;
+        if (method_parse(cfg->methods[k], &m)) return 2;
     }
     return -1;
 }

@@ -62,9 +62,6 @@ typedef struct ns_solve_options {
     int32_t plan_passes;
     /* fine-grained: where groups keep their images (NS_FINE_SHARED_*) */
     int32_t fine_shared;
-    /* tree: NS_TREE_* flags of the variant under measurement (issue 42;
-     * docs/methods.md, "tree"); 0 = the default layout */
-    int32_t tree_variant;
 } ns_solve_options;
 
 #define NS_PLAN_REROOT 1 /* re-root each shape at its centre */
@@ -73,7 +70,6 @@ typedef struct ns_solve_options {
 #define NS_FINE_SHARED_AUTO 0   /* d and rhs in shared memory when every shape fits, else device memory */
 #define NS_FINE_SHARED_NEVER 1  /* every group in device memory */
 #define NS_FINE_SHARED_AB 2     /* as AUTO, with a and b in shared memory too */
-#define NS_TREE_ROUND_ORDER 1   /* big cells numbered by elimination round (coalesced rounds) */
 
 NS_API void ns_solve_options_init(ns_solve_options *options);
 

@@ -324,18 +324,7 @@ int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const doub
     const int32_t *rt = L->rt + L->t_rt[t];
     const int64_t o = L->g_base[g];
     double *D = d + o, *X = rhs + o, *up = scratch, *down = scratch + n, *lo = scratch + 2 * (size_t)n;
-    /* a round-ordered template: the group gathered into its order (the kernel's device-memory copy) */
-    const int32_t *perm = L->t_perm[t] >= 0 ? L->tmap + L->t_perm[t] : NULL;
-    double *copy = NULL;
-    if (perm) {
-        if (!(copy = malloc(2 * (size_t)n * sizeof *copy))) return -2;
-        for (int32_t j = 0; j < n; ++j) copy[j] = D[perm[j]], copy[n + j] = X[perm[j]];
-        D = copy, X = copy + n;
-    }
-    for (int32_t i = 0; i < n; ++i) {
-        const int64_t q = o + (perm ? perm[i] : i);
-        up[i] = b[q], down[i] = a[q], lo[i] = 0.0;
-    }
+    for (int32_t i = 0; i < n; ++i) up[i] = b[o + i], down[i] = a[o + i], lo[i] = 0.0;
     int32_t bad = -1, bad_round = INT32_MAX;
     const int32_t tt = L->t_tail[t];
     forward(0, K, rt, L->fwd, L->list, D, X, up, down, lo);
@@ -343,7 +332,7 @@ int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const doub
         const int32_t T = L->t_nodes[tt], Rt = L->t_rounds[tt];
         const int32_t *map = L->tmap + L->t_map[tt], *trt = L->rt + L->t_rt[tt];
         double *c = malloc(5 * (size_t)(T ? T : 1) * sizeof *c);
-        if (!c) return free(copy), -2;
+        if (!c) return -2;
         for (int32_t j = 0; j < T; ++j)
             c[j] = D[map[j]], c[T + j] = X[map[j]], c[2 * T + j] = up[map[j]], c[3 * T + j] = down[map[j]];
         forward(0, Rt, trt, L->fwd, L->list, c, c + T, c + 2 * T, c + 3 * T, c + 4 * T);
@@ -352,11 +341,6 @@ int32_t ns_contract_group_cpu(const ns_contract_layout *L, int32_t g, const doub
         free(c);
     }
     backward(tt >= 0 ? K - 1 : R, 0, 0, rt + R + 1, L->bwd, D, X, up, lo, &bad, &bad_round, NULL);
-    if (perm) {
-        for (int32_t j = 0; j < n; ++j) d[o + perm[j]] = D[j], rhs[o + perm[j]] = X[j];
-        if (bad >= 0) bad = perm[bad];
-        free(copy);
-    }
     return bad;
 }
 
@@ -364,7 +348,7 @@ void ns_contract_layout_destroy(ns_contract_layout *L) {
     if (!L) return;
     free(L->g_base), free(L->g_tmpl), free(L->g_scratch), free(L->small), free(L->medium), free(L->large), free(L->big);
     free(L->t_nodes), free(L->t_rounds), free(L->t_rt), free(L->rt);
-    free(L->t_tail), free(L->t_head), free(L->t_map), free(L->tmap), free(L->t_perm);
+    free(L->t_tail), free(L->t_head), free(L->t_map), free(L->tmap);
     free(L->fwd), free(L->list), free(L->bwd);
     memset(L, 0, sizeof *L);
 }
@@ -387,16 +371,10 @@ static uint64_t seq_hash(const int32_t *shape, int64_t first, int64_t count) {
     return h;
 }
 
-static int by_kept(const void *x, const void *y) {
-    const int32_t a = ((const ns_contract_fwd *)x)->k, b = ((const ns_contract_fwd *)y)->k;
-    return (a > b) - (a < b);
-}
-
 /* A new template *out of template t's rounds K .. R on the nodes alive at
  * round K, numbered by elimination round (the order of t's backward tasks:
  * each round's nodes contiguous); tmap[t_map[*out] + j] is t's node of its
- * node j; with K = 0 (the whole template) each round's forward tasks are sorted
- * by their kept node. 0, -1 out of memory, -2 too large. */
+ * node j. 0, -1 out of memory, -2 too large. */
 static int renumber(ns_contract_layout *L, int32_t t, int32_t K, int64_t *rtcap, int64_t *fcap, int64_t *lcap,
                     int64_t *bcap, int64_t *mcap, int32_t *out) {
     const int32_t n = L->t_nodes[t], R = L->t_rounds[t];
@@ -426,7 +404,6 @@ static int renumber(ns_contract_layout *L, int32_t t, int32_t K, int64_t *rtcap,
     L->t_rounds[tt] = Rt;
     L->t_tail[tt] = -1;
     L->t_head[tt] = Rt;
-    L->t_perm[tt] = -1;
     *out = tt;
     if (L->n_rt > INT32_MAX - (2 * Rt + 3)) return free(slot), -2;
     if (grow((void **)&L->rt, rtcap, L->n_rt + 2 * Rt + 3, sizeof *L->rt)) return free(slot), -1;
@@ -451,8 +428,6 @@ static int renumber(ns_contract_layout *L, int32_t t, int32_t K, int64_t *rtcap,
             }
             L->fwd[L->n_fwd++] = e;
         }
-        if (K == 0) /* a round-ordered template: a round's tasks by kept node, so their loads ascend too */
-            qsort(L->fwd + nrt[r - K], (size_t)(L->n_fwd - nrt[r - K]), sizeof *L->fwd, by_kept);
     }
     nrt[Rt] = (int32_t)L->n_fwd;
     for (int32_t r = K; r <= R; ++r) {
@@ -559,10 +534,9 @@ static int alloc_groups(ns_contract_layout *L, layout_build *B, int64_t ng, size
     L->t_tail = malloc(tcap * sizeof *L->t_tail);
     L->t_head = malloc(tcap * sizeof *L->t_head);
     L->t_map = malloc(tcap * sizeof *L->t_map);
-    L->t_perm = malloc(tcap * sizeof *L->t_perm);
     return !(!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->large || !L->big ||
              !B->htab || !B->tfirst || !L->t_nodes || !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head ||
-             !L->t_map || !L->t_perm);
+             !L->t_map);
 }
 
 /* Group g's base, scratch and kind (small, medium, large or big). */
@@ -661,11 +635,11 @@ static int copy_backward(ns_contract_layout *L, layout_build *B, int64_t g, int3
 }
 
 /* A new template for group g (hash slot h): its cells' plans side by side;
- * for a big group its round-ordered copy and its tail as the options ask.
+ * for a big group its tail as the options ask.
  * 0, -1 out of memory, -2 too large. */
 static int add_template(ns_contract_layout *L, layout_build *B, int64_t g, int big, int64_t h) {
     const ns_contract_layout_options *o = B->o;
-    int32_t tmpl = L->n_templates++;
+    const int32_t tmpl = L->n_templates++;
     B->htab[h] = tmpl;
     B->tfirst[tmpl] = (int32_t)g;
     L->g_tmpl[g] = tmpl;
@@ -680,7 +654,6 @@ static int add_template(ns_contract_layout *L, layout_build *B, int64_t g, int b
     L->t_tail[tmpl] = -1;
     L->t_head[tmpl] = R;
     L->t_map[tmpl] = 0;
-    L->t_perm[tmpl] = -1;
     if (L->n_rt > INT32_MAX - (2 * R + 3)) return -2;
     L->t_rt[tmpl] = (int32_t)L->n_rt;
     if (R > L->max_rounds) L->max_rounds = R;
@@ -694,15 +667,6 @@ static int add_template(ns_contract_layout *L, layout_build *B, int64_t g, int b
     if (e) return e;
     if (copy_backward(L, B, g, R, rt)) return -1;
     if (L->n_fwd > INT32_MAX || L->n_bwd > INT32_MAX) return -2;
-    if (big && o->round_order) { /* the group takes a copy numbered by round */
-        int32_t tt = -1;
-        e = renumber(L, tmpl, 0, &B->rtcap, &B->fcap, &B->lcap, &B->bcap, &B->mcap, &tt);
-        if (e) return e;
-        L->t_perm[tt] = L->t_map[tt];
-        B->htab[h] = tt;
-        B->tfirst[tt] = (int32_t)g;
-        L->g_tmpl[g] = tmpl = tt;
-    }
     if (big && o->tail_nodes > 0) return add_tail(L, tmpl, o->tail_nodes, &B->rtcap, &B->fcap, &B->lcap, &B->bcap, &B->mcap);
     return 0;
 }
@@ -733,8 +697,8 @@ ns_status ns_contract_layout_create(int32_t n_shapes, const ns_contract_plan *pl
     ns_status st = NS_OK;
     L->n_groups = (int32_t)ng;
     B.hcap = 2 * ng + 1;
-    /* at most one template per group, and for a big one its round-ordered copy and one tail */
-    int e = alloc_groups(L, &B, ng, 3 * (size_t)ng) ? 0 : -1;
+    /* at most one template per group, and for a big one one tail */
+    int e = alloc_groups(L, &B, ng, 2 * (size_t)ng) ? 0 : -1;
     for (int64_t h = 0; e == 0 && h < B.hcap; ++h) B.htab[h] = -1;
     for (int64_t g = 0; e == 0 && g < ng; ++g) {
         const int big = plans[cell_shape[B.gfirst[g]]].n > o->big_nodes;

@@ -102,9 +102,6 @@ typedef struct ns_contract_layout_options {
     int32_t max_cells;     /* most cells of a group (0: no limit) */
     int32_t tail_nodes;    /* big groups: once at most this many nodes are left, the remaining
                               rounds run on a shared-memory copy of them (0: never) */
-    int32_t round_order;   /* 1: a big group's template numbers its nodes by elimination round
-                              (each round's nodes contiguous, so a round's loads coalesce); the
-                              kernel gathers the group into that order and scatters x back */
 } ns_contract_layout_options;
 
 typedef struct ns_contract_layout {
@@ -128,9 +125,6 @@ typedef struct ns_contract_layout {
      * and tmap[t_map[tail] + j] is the group-local node of tail node j. */
     int32_t *t_tail, *t_head, *t_map;
     int32_t *tmap;
-    /* round_order: t_perm[t] >= 0 is the offset into tmap of template t's
-     * numbering: its node j is the group-local node tmap[t_perm[t] + j] */
-    int32_t *t_perm;
     int64_t n_tmap;
     int32_t max_tail_nodes;
     int32_t *rt;           /* per template: rounds + 1 forward, rounds + 2 backward boundaries */

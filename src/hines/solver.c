@@ -170,9 +170,6 @@ ns_status ns_hines_solver_create(const ns_batch_t *batch, const ns_solve_options
     if (o.fine_shared < NS_FINE_SHARED_AUTO || o.fine_shared > NS_FINE_SHARED_AB)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "fine_shared = %d is not an NS_FINE_SHARED_* value",
                        (int)o.fine_shared);
-    if (o.tree_variant != 0 && o.tree_variant != NS_TREE_ROUND_ORDER)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "tree_variant = %d is neither 0 nor NS_TREE_ROUND_ORDER",
-                       (int)o.tree_variant);
 
     ns_hines_solver_t *s = calloc(1, sizeof *s);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "solver");

@@ -189,13 +189,6 @@ static void check_bad_input(void) {
         ns_status st = ns_hines_solve(batch, &opt, v.a, v.b, v.d, v.rhs);
         CHECK(st == NS_ERR_NO_DEVICE || st == NS_ERR_UNSUPPORTED);
     }
-    /* a tree variant that is no combination of the flags, named */
-    opt.backend = NS_BACKEND_CPU;
-    opt.method = NS_HINES_SEQUENTIAL;
-    opt.tree_variant = 4;
-    CHECK(ns_hines_solve(batch, &opt, v.a, v.b, v.d, v.rhs) == NS_ERR_INVALID_ARGUMENT &&
-          strstr(ns_last_error(), "tree_variant = 4"));
-    opt.tree_variant = 0;
     CHECK(ns_hines_solve(NULL, NULL, v.a, v.b, v.d, v.rhs) == NS_ERR_INVALID_ARGUMENT);
     CHECK(ns_hines_solve(batch, NULL, NULL, v.b, v.d, v.rhs) == NS_ERR_INVALID_ARGUMENT);
     /* names round-trip */

@@ -107,16 +107,14 @@ static int32_t ceil_log2(int64_t n) {
 /* The schedule of every template of a layout as the kernel runs it, one
  * round at a time in parallel: no task of a round writes what another task
  * of the round reads or writes (so any thread order, a block's or a warp's,
- * gives the sequential result); a round-ordered template (t_perm) is a permutation whose backward round
- * r is the contiguous run of its nodes, and whose forward round r pulls
- * from that run only, its tasks in ascending kept node. */
+ * gives the sequential result). */
 static void check_schedule(const ns_contract_layout *L, const char *what) {
     for (int32_t t = 0; t < L->n_templates; ++t) {
         const int32_t n = L->t_nodes[t], R = L->t_rounds[t];
         const int32_t *rt = L->rt + L->t_rt[t], *rb = rt + R + 1;
         int32_t *writer = malloc((size_t)n * sizeof *writer), *lo_writer = malloc((size_t)n * sizeof *lo_writer);
         for (int32_t i = 0; i < n; ++i) writer[i] = lo_writer[i] = -1;
-        int race = 0, order_ok = 1;
+        int race = 0;
         for (int32_t r = 0; r < R; ++r) {
             for (int32_t q = rt[r]; q < rt[r + 1]; ++q) {
                 const ns_contract_fwd f = L->fwd[q];
@@ -132,10 +130,8 @@ static void check_schedule(const ns_contract_layout *L, const char *what) {
                 for (int32_t c = 0; c < ns_contract_fwd_count(f); ++c) {
                     const int32_t u = ns_contract_fwd_child(f, L->list, c);
                     if (writer[u] >= 0) race = 1;
-                    if (L->t_perm[t] >= 0 && (u < rb[r] - rb[0] || u >= rb[r + 1] - rb[0])) order_ok = 0;
                 }
                 if (f.pu >= 0 && writer[f.pu] >= 0) race = 1;
-                if (L->t_perm[t] >= 0 && q > rt[r] && L->fwd[q - 1].k >= f.k) order_ok = 0;
             }
             for (int32_t q = rt[r]; q < rt[r + 1]; ++q) {
                 writer[L->fwd[q].k] = -1;
@@ -147,21 +143,10 @@ static void check_schedule(const ns_contract_layout *L, const char *what) {
             for (int32_t q = rb[r]; q < rb[r + 1]; ++q) {
                 const ns_contract_bwd w = L->bwd[q];
                 if ((w.p >= 0 && writer[w.p] >= 0) || (w.c >= 0 && writer[w.c] >= 0)) race = 1;
-                if (L->t_perm[t] >= 0 && w.u != q - rb[0]) order_ok = 0;
             }
             for (int32_t q = rb[r]; q < rb[r + 1]; ++q) writer[L->bwd[q].u] = -1;
         }
-        if (L->t_perm[t] >= 0) {
-            unsigned char *hit = calloc((size_t)n, 1);
-            for (int32_t j = 0; j < n; ++j) {
-                const int32_t i = L->tmap[L->t_perm[t] + j];
-                if (i < 0 || i >= n || hit[i]) order_ok = 0;
-                else hit[i] = 1;
-            }
-            free(hit);
-        }
         CHECK_MSG(!race, "%s: template %d: a round's tasks touch each other's values", what, (int)t);
-        CHECK_MSG(order_ok, "%s: template %d: not numbered by elimination round", what, (int)t);
         free(writer), free(lo_writer);
     }
 }
@@ -169,8 +154,7 @@ static void check_schedule(const ns_contract_layout *L, const char *what) {
 /* A batch solved group by group through a layout (what the kernel runs),
  * against the sequential solve; checks the packing invariants too. */
 static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t cells, const int32_t *cell_shape,
-                         const ns_contract_layout_options *lo, const char *what, int32_t *templates,
-                         double **x_out) {
+                         const ns_contract_layout_options *lo, const char *what, int32_t *templates) {
     problem pr;
     if (!problem_make(&pr, n_shapes, shapes, cells, cell_shape, 77)) {
         CHECK_MSG(0, "%s: problem", what);
@@ -202,10 +186,6 @@ static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64
     CHECK_MSG(e <= 1e-12, "%s: error %.3e against the sequential solve", what, e);
     if (templates) *templates = L.n_templates;
     check_schedule(&L, what);
-    int ordered = 0; /* big groups numbered by round */
-    for (int32_t k = 0; k < L.n_big; ++k) ordered += L.t_perm[L.g_tmpl[L.big[k]]] >= 0;
-    CHECK_MSG(ordered == (lo->round_order ? L.n_big : 0), "%s: %d of %d big groups numbered by round", what,
-              ordered, (int)L.n_big);
     int tails = 0; /* big groups whose template has a tail */
     for (int32_t k = 0; k < L.n_big; ++k) tails += L.t_tail[L.g_tmpl[L.big[k]]] >= 0;
     if (lo->tail_nodes > 0)
@@ -213,7 +193,6 @@ static void check_layout(int32_t n_shapes, const ns_tree_t *const *shapes, int64
                   (int)L.n_big);
     printf("%s: %d groups (%d big, %d tails), %d templates, at most %d rounds\n", what, (int)L.n_groups,
            (int)L.n_big, tails, (int)L.n_templates, (int)L.max_rounds);
-    if (x_out) *x_out = x, x = NULL; /* the caller's */
     free(d), free(x), free(scratch);
     ns_contract_layout_destroy(&L);
     for (int32_t s = 0; s < n_shapes; ++s) ns_contract_plan_destroy(&plans[s]);
@@ -289,33 +268,18 @@ int main(void) {
     {
         const ns_tree_t *shapes[128];
         for (int k = 0; k < set.count; ++k) shapes[k] = set.tree[k];
-        ns_contract_layout_options lo = {1500, 2500, 5000, 64, 0, 0, 0};
-        check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL, NULL);
+        ns_contract_layout_options lo = {1500, 2500, 5000, 64, 0, 0};
+        check_layout(set.count, shapes, 3 * (int64_t)set.count, NULL, &lo, "bundled x 3", NULL);
         int32_t templates = 0;
-        check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates, NULL);
+        check_layout(1, shapes, 2000, NULL, &lo, "one shape x 2000", &templates);
         CHECK_MSG(templates <= 2, "one shape: %d templates (expected <= 2)", (int)templates);
-        ns_contract_layout_options few = {100000, 100000, 1 << 30, 1, 7, 0, 0};
-        check_layout(set.count, shapes, 100, NULL, &few, "bundled, 7 cells per group", NULL, NULL);
+        ns_contract_layout_options few = {100000, 100000, 1 << 30, 1, 7, 0};
+        check_layout(set.count, shapes, 100, NULL, &few, "bundled, 7 cells per group", NULL);
         /* big cells with tails: the largest cell's last rounds on 1,000 nodes */
-        ns_contract_layout_options tails = {1500, 2500, 5000, 64, 0, 1000, 0};
-        double *x_hines = NULL, *x_round = NULL;
-        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &tails, "bundled x2, tails", NULL, &x_hines);
-        /* big cells numbered by elimination round (the GPU's layout of `tree:round`), with and
-         * without tails; one shape: the largest cell alone. The numbering changes no operation: x is
-         * bit for bit the Hines-order layout's */
-        ns_contract_layout_options rounds = {1500, 2500, 5000, 64, 0, 1000, 1};
-        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &rounds, "bundled x2, by round", NULL,
-                     &x_round);
-        int64_t total = 0;
-        for (int k = 0; k < set.count; ++k) total += 2 * (int64_t)ns_tree_size(set.tree[k]);
-        CHECK_MSG(x_hines && x_round && memcmp(x_hines, x_round, (size_t)total * sizeof *x_hines) == 0,
-                  "by round: x differs from the Hines-order layout's");
-        free(x_hines), free(x_round);
-        rounds.tail_nodes = 0;
-        check_layout(set.count, shapes, (int64_t)set.count, NULL, &rounds, "bundled, by round, no tails",
-                     NULL, NULL);
+        ns_contract_layout_options tails = {1500, 2500, 5000, 64, 0, 1000};
+        check_layout(set.count, shapes, 2 * (int64_t)set.count, NULL, &tails, "bundled x2, tails", NULL);
         const ns_tree_t *largest[1] = {set.tree[set.largest]};
-        check_layout(1, largest, 3, NULL, &rounds, "the largest cell x3, by round", NULL, NULL);
+        check_layout(1, largest, 3, NULL, &tails, "the largest cell x3, tails", NULL);
     }
     bundled_free(&set);
     /* many distinct big shapes, each with a tail (more templates than groups) */
@@ -327,8 +291,8 @@ int main(void) {
             CHECK_OK(ns_generate_tree(2500 + 37 * k, 101, 900 + (uint64_t)k, &trees[k]));
             shapes[k] = trees[k];
         }
-        ns_contract_layout_options lo = {800, 1500, 2000, 8, 0, 400, 0};
-        check_layout(S, shapes, S, NULL, &lo, "24 distinct big shapes, tails", NULL, NULL);
+        ns_contract_layout_options lo = {800, 1500, 2000, 8, 0, 400};
+        check_layout(S, shapes, S, NULL, &lo, "24 distinct big shapes, tails", NULL);
         for (int k = 0; k < S; ++k) ns_tree_destroy(trees[k]);
     }
     /* a random tree of 1,000,000 compartments (random parents: every shape of

@@ -6,9 +6,8 @@
  * stream against the host entry point, two threads with separate solvers
  * on one GPU at once, and its bad-argument statuses (host pointers, a
  * stream of another GPU cannot be made with one GPU). Skips (77) without a
- * GPU. The layout variant under measurement (ns_solve_options.tree_variant:
- * big cells numbered by elimination round) on the big cells, and a zero
- * pivot named through the round numbering. */
+ * GPU. A zero pivot at a leaf of the largest cell (a big cell, its tail
+ * renumbered) is named by its own number. */
 #include <pthread.h>
 
 #ifdef NS_HAVE_CUDA
@@ -17,11 +16,10 @@
 
 #include "test_hines_mixed_common.h"
 
-static double run_tree(const problem *p, const char *what, int32_t variant) {
+static double run_tree(const problem *p, const char *what) {
     ns_solve_options o;
     ns_solve_options_init(&o);
     o.method = NS_HINES_TREE;
-    o.tree_variant = variant;
     double *d = malloc((size_t)p->n * sizeof(double)), *x = malloc((size_t)p->n * sizeof(double));
     memcpy(d, p->d, (size_t)p->n * sizeof(double));
     memcpy(x, p->rhs, (size_t)p->n * sizeof(double));
@@ -41,8 +39,7 @@ static double run_tree(const problem *p, const char *what, int32_t variant) {
         CHECK_MSG(st == NS_OK, "%s: benchmark: %s", what, ns_last_error());
         const double err2 = problem_error(p, x);
         CHECK_MSG(err2 <= 1e-12, "%s (benchmark): max rel error %.3e", what, err2);
-        printf("%s (variant %d): %lld compartments, error %.2e, kernel %.3f ms\n", what, (int)variant,
-               (long long)p->n, err, times[2]);
+        printf("%s: %lld compartments, error %.2e, kernel %.3f ms\n", what, (long long)p->n, err, times[2]);
     }
     ns_hines_solver_destroy(s);
     free(d);
@@ -111,7 +108,7 @@ int main(void) {
         const ns_tree_t *shapes[128];
         for (int k = 0; k < nb; ++k) shapes[k] = set.tree[k];
         if (problem_make(&p, nb, shapes, 3 * (int64_t)nb, NULL, 2024)) {
-            for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER; ++v) run_tree(&p, "bundled x3", v);
+            run_tree(&p, "bundled x3");
 #ifdef NS_HAVE_CUDA
             /* two threads, separate solvers, one GPU, at once */
             device_job jobs[2] = {{&p, 0, 0}, {&p, 0, 0}};
@@ -165,9 +162,8 @@ int main(void) {
         }
         /* the largest cell alone, and one shape in many cells */
         if (problem_make(&p, 1, &shapes[set.largest], 1, NULL, 5)) {
-            for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER; ++v)
-                run_tree(&p, "largest bundled cell x1", v);
-            /* a zero pivot at a leaf of the cell numbered by round is named by its own number */
+            run_tree(&p, "largest bundled cell x1");
+            /* a zero pivot at a leaf of the big cell is named by its own number */
             const int32_t leaf = ns_tree_size(shapes[set.largest]) - 1;
             double *d = malloc((size_t)p.n * sizeof(double)), *x = malloc((size_t)p.n * sizeof(double));
             memcpy(d, p.d, (size_t)p.n * sizeof(double));
@@ -176,18 +172,17 @@ int main(void) {
             ns_solve_options o;
             ns_solve_options_init(&o);
             o.method = NS_HINES_TREE;
-            o.tree_variant = NS_TREE_ROUND_ORDER;
             const ns_status st = ns_hines_solve(p.batch, &o, p.a, p.b, d, x);
             char want[64];
             snprintf(want, sizeof want, "cell 0, compartment %d:", (int)leaf);
-            CHECK_MSG(st == NS_ERR_SINGULAR && strstr(ns_last_error(), want), "zero pivot, by round: %s (%s), want %s",
+            CHECK_MSG(st == NS_ERR_SINGULAR && strstr(ns_last_error(), want), "zero pivot, big cell: %s (%s), want %s",
                       ns_status_string(st), ns_last_error(), want);
             free(d);
             free(x);
             problem_free(&p);
         }
         if (problem_make(&p, 1, &shapes[0], 20000, NULL, 6)) {
-            run_tree(&p, "one shape x20000", 0);
+            run_tree(&p, "one shape x20000");
             problem_free(&p);
         }
     }
@@ -208,8 +203,7 @@ int main(void) {
             CHECK_OK(ns_tree_create(n, parent, &t));
             const ns_tree_t *shapes[1] = {t};
             if (t && problem_make(&p, 1, shapes, 2, NULL, 9 + k)) {
-                for (int32_t v = 0; v <= NS_TREE_ROUND_ORDER; ++v)
-                    run_tree(&p, k == 0 ? "chain of 1e5 x2" : "random tree of 1e6 x2", v);
+                run_tree(&p, k == 0 ? "chain of 1e5 x2" : "random tree of 1e6 x2");
                 problem_free(&p);
             }
             ns_tree_destroy(t);

@@ -27,7 +27,7 @@ typedef struct tstate {
     cudaEvent_t ev[EV_N];
     double *flat[4];    /* a, b, d, rhs (host-array solves) */
     double *spare[2];   /* benchmark: pristine d and rhs */
-    double *scratch;    /* big cells' up, down, lo (and d, rhs when round-ordered) */
+    double *scratch;    /* big cells' up, down, lo */
     unsigned long long *bad;
     ns_device_call call;  /* device solves: checks and the pivot key */
 } tstate;
@@ -49,11 +49,11 @@ static ns_status layout_with(const ns_batch_t *batch, const ns_contract_layout_o
 
 ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t mid_nodes, int32_t big_nodes,
                              int32_t min_groups, int32_t max_cells, int32_t tail_nodes, ns_contract_layout *layout) {
-    const ns_contract_layout_options o = {group_nodes, mid_nodes, big_nodes, min_groups, max_cells, tail_nodes, 0};
+    const ns_contract_layout_options o = {group_nodes, mid_nodes, big_nodes, min_groups, max_cells, tail_nodes};
     return layout_with(batch, &o, layout);
 }
 
-ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, int32_t variant, ns_contract_layout *layout) {
+ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, ns_contract_layout *layout) {
     int sms = 0, per_sm = 0, optin = 0;
     NS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     NS_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
@@ -67,7 +67,7 @@ ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, int32_t var
     const int32_t big_nodes = (int32_t)((size_t)optin / node_bytes);
     /* a big cell's tail: the nodes left when they fit the opt-in */
     const ns_contract_layout_options o = {group_nodes, mid_nodes, big_nodes, NS_CONTRACT_BLOCKS_PER_SM * sms, 0,
-                                          big_nodes, (variant & NS_TREE_ROUND_ORDER) != 0};
+                                          big_nodes};
     return layout_with(batch, &o, layout);
 }
 
@@ -98,7 +98,7 @@ static ns_status tree_create(ns_hines_solver_t *s) {
     ns_status e = ns_cuda_status(cudaSetDevice(st->device), "cudaSetDevice", __FILE__, __LINE__);
     ns_contract_layout L;
     memset(&L, 0, sizeof L);
-    if (e == NS_OK) e = ns_tree_layout_device(st->device, s->batch, s->options.tree_variant, &L);
+    if (e == NS_OK) e = ns_tree_layout_device(st->device, s->batch, &L);
     if (e == NS_OK) e = ns_cuda_status(ns_contract_dev_upload(&L, &st->dev), "tree layout upload", __FILE__, __LINE__);
     st->scratch_nodes = L.scratch_nodes;
     ns_contract_layout_destroy(&L);
@@ -116,7 +116,7 @@ static ns_status tree_create(ns_hines_solver_t *s) {
                                         : cudaEventCreate(&st->ev[k]),
                            "event", __FILE__, __LINE__);
     if (e == NS_OK)
-        e = ns_cuda_status(cudaMalloc((void **)&st->scratch, 5 * (size_t)(st->scratch_nodes ? st->scratch_nodes : 1) *
+        e = ns_cuda_status(cudaMalloc((void **)&st->scratch, 3 * (size_t)(st->scratch_nodes ? st->scratch_nodes : 1) *
                                                                   sizeof(double)),
                            "tree scratch", __FILE__, __LINE__);
     if (e == NS_OK) e = ns_cuda_status(cudaMalloc((void **)&st->bad, sizeof *st->bad), "pivot key", __FILE__, __LINE__);
@@ -234,7 +234,7 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
     memset(dev, 0, sizeof *dev);
     const void *src[] = {L->g_base, L->g_scratch, L->g_tmpl, L->small, L->medium, L->large, L->big, L->t_nodes,
                          L->t_rounds, L->t_rt, L->rt, L->fwd, L->list, L->bwd, L->t_tail, L->t_head, L->t_map,
-                         L->tmap, L->t_perm};
+                         L->tmap};
     const size_t bytes[] = {(size_t)L->n_groups * sizeof(int64_t), (size_t)L->n_groups * sizeof(int64_t),
                             (size_t)L->n_groups * sizeof(int32_t), (size_t)L->n_small * sizeof(int32_t),
                             (size_t)L->n_medium * sizeof(int32_t), (size_t)L->n_large * sizeof(int32_t),
@@ -243,14 +243,13 @@ cudaError_t ns_contract_dev_upload(const ns_contract_layout *L, ns_contract_dev 
                             (size_t)L->n_rt * sizeof(int32_t),     (size_t)L->n_fwd * sizeof(ns_contract_fwd),
                             (size_t)L->n_list * sizeof(int32_t),   (size_t)L->n_bwd * sizeof(ns_contract_bwd),
                             (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_templates * sizeof(int32_t),
-                            (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_tmap * sizeof(int32_t),
-                            (size_t)L->n_templates * sizeof(int32_t)};
+                            (size_t)L->n_templates * sizeof(int32_t), (size_t)L->n_tmap * sizeof(int32_t)};
     const void **dst[] = {(const void **)&dev->g_base, (const void **)&dev->g_scratch, (const void **)&dev->g_tmpl,
                           (const void **)&dev->small,  (const void **)&dev->medium, (const void **)&dev->large, (const void **)&dev->big,       (const void **)&dev->t_nodes,
                           (const void **)&dev->t_rounds, (const void **)&dev->t_rt,    (const void **)&dev->rt,
                           (const void **)&dev->fwd,    (const void **)&dev->list,      (const void **)&dev->bwd,
                           (const void **)&dev->t_tail, (const void **)&dev->t_head, (const void **)&dev->t_map,
-                          (const void **)&dev->tmap, (const void **)&dev->t_perm};
+                          (const void **)&dev->tmap};
     enum { N = sizeof bytes / sizeof bytes[0] };
     size_t total = 0;
     for (int k = 0; k < N; ++k) total += (bytes[k] + 255) & ~(size_t)255;

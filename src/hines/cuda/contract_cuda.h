@@ -36,7 +36,7 @@ typedef struct ns_contract_dev {
     const int64_t *g_base, *g_scratch;
     const int32_t *g_tmpl, *small, *medium, *large, *big;
     const int32_t *t_nodes, *t_rounds, *t_rt, *rt;
-    const int32_t *t_tail, *t_head, *t_map, *tmap, *t_perm;
+    const int32_t *t_tail, *t_head, *t_map, *tmap;
     const ns_contract_fwd *fwd;
     const int32_t *list;
     const ns_contract_bwd *bwd;
@@ -60,8 +60,8 @@ static inline size_t ns_contract_shared_bytes(int32_t nodes) {
 cudaError_t ns_contract_setup(size_t shared_bytes);
 
 /* Solve every group: a, b read; d, rhs Flat in device memory (rhs becomes
- * x, d unspecified); scratch: 5 x layout.scratch_nodes doubles for the big
- * cells (a round-ordered one gathers d and rhs there too); *bad: the pivot key (set to NS_CONTRACT_PIVOT_NONE by the caller).
+ * x, d unspecified); scratch: 3 x layout.scratch_nodes doubles for the big
+ * cells (up, down, lo); *bad: the pivot key (set to NS_CONTRACT_PIVOT_NONE by the caller).
  * Small groups run on `stream`, the other kinds on `side` (forked from and
  * joined back to `stream` with the two events), so the kinds share the GPU. */
 cudaError_t ns_contract_launch(const ns_contract_dev *dev, const double *a, const double *b, double *d,

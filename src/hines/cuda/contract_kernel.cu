@@ -35,27 +35,12 @@ __global__ void __launch_bounds__(NS_CONTRACT_BIG_THREADS)
     const int32_t g = p.big[blockIdx.x / blocks];
     const int32_t tmpl = p.g_tmpl[g], n = p.t_nodes[tmpl];
     const int64_t base = p.g_base[g];
-    double *S = scratch + 5 * p.g_scratch[g], *U = S + 2 * (size_t)n, *W = U + n, *Lo = W + n;
-    if (p.t_perm[tmpl] < 0) {
-        for (int32_t i = tm.tid(); i < n; i += tm.size()) {
-            U[i] = __ldg(b + base + i);
-            W[i] = __ldg(a + base + i);
-        }
-        ns_contract_sweeps(tm, p, tmpl, d + base, rhs + base, U, W, Lo, base, bad, tail);
-        return;
+    double *U = scratch + 3 * p.g_scratch[g], *W = U + n, *Lo = W + n;
+    for (int32_t i = tm.tid(); i < n; i += tm.size()) {
+        U[i] = __ldg(b + base + i);
+        W[i] = __ldg(a + base + i);
     }
-    // numbered by elimination round: gather the cell into that order, solve, scatter x back
-    const int32_t *perm = p.tmap + p.t_perm[tmpl];
-    double *D = S, *R = S + n;
-    for (int32_t j = tm.tid(); j < n; j += tm.size()) {
-        const int64_t i = base + __ldg(perm + j);
-        D[j] = d[i];
-        R[j] = rhs[i];
-        U[j] = __ldg(b + i);
-        W[j] = __ldg(a + i);
-    }
-    ns_contract_sweeps(tm, p, tmpl, D, R, U, W, Lo, base, bad, tail, perm);
-    for (int32_t j = tm.tid(); j < n; j += tm.size()) __stcs(rhs + base + __ldg(perm + j), tm.ld(R + j));
+    ns_contract_sweeps(tm, p, tmpl, d + base, rhs + base, U, W, Lo, base, bad, tail);
 }
 
 }  // namespace

@@ -141,13 +141,13 @@ __device__ __forceinline__ void ns_contract_forward(const Team &tm, const ns_con
 }
 
 // Backward rounds r1 down to r0 (rb: the backward boundaries); pivot keys
-// count rounds from round0 and name node perm[node_of[u]] (either NULL: the
-// identity). Ends with a barrier.
+// count rounds from round0 and name node node_of[u] (NULL: the identity).
+// Ends with a barrier.
 template <class Team>
 __device__ __forceinline__ void ns_contract_backward(const Team &tm, const ns_contract_dev &p, const int32_t *rb,
                                                      int32_t r1, int32_t r0, int32_t round0, double *D, double *R,
                                                      double *U, double *Lo, const int32_t *node_of,
-                                                     const int32_t *perm, int64_t base, unsigned long long *bad) {
+                                                     int64_t base, unsigned long long *bad) {
     if (r1 < r0) return;
     const int4 *bwd = reinterpret_cast<const int4 *>(p.bwd);
     const int32_t tid = tm.tid(), nt = tm.size();
@@ -159,8 +159,7 @@ __device__ __forceinline__ void ns_contract_backward(const Team &tm, const ns_co
             if (t != t0) w = __ldg(bwd + t);  // u, p, c
             const double du = tm.ld(D + w.x);
             if (du == 0.0 || !isfinite(du)) {
-                int32_t node = node_of ? __ldg(node_of + w.x) : w.x;
-                if (perm) node = __ldg(perm + node);
+                const int32_t node = node_of ? __ldg(node_of + w.x) : w.x;
                 atomicMin(bad, ((unsigned long long)(round0 + r) << 40) | (unsigned long long)(base + node));
             }
             double x = tm.ld(R + w.x);
@@ -183,17 +182,16 @@ template <class Team>
 __device__ __forceinline__ void ns_contract_rounds(const Team &tm, const ns_contract_dev &p, const int32_t *rt,
                                                    int32_t R, int32_t round0, double *D, double *X, double *U,
                                                    double *Wd, double *Lo, const int32_t *node_of,
-                                                   const int32_t *perm, int64_t base, unsigned long long *bad) {
+                                                   int64_t base, unsigned long long *bad) {
     ns_contract_forward(tm, p, rt, 0, R, D, X, U, Wd, Lo);
-    ns_contract_backward(tm, p, rt + R + 1, R, 0, round0, D, X, U, Lo, node_of, perm, base, bad);
+    ns_contract_backward(tm, p, rt + R + 1, R, 0, round0, D, X, U, Lo, node_of, base, bad);
 }
 
 // Eliminate and back-substitute the group whose template is `tmpl`. D, R,
 // U, W, Lo address the group's node 0 (shared or device memory): d, rhs, up
 // (holding b on entry), down (holding a) and lo (scratch). R becomes x; D,
 // U, W, Lo are left factorised. A zero or non-finite pivot is recorded in
-// *bad as (round << 40) | (base + node), node through perm when the
-// template is round-ordered (its nodes: perm's order; NULL otherwise). A
+// *bad as (round << 40) | (base + node). A
 // template with a tail (big cells in device memory) runs its tail on a
 // copy in `tail` (shared memory of NS_CONTRACT_SHARED_DOUBLES x
 // t_nodes[tail] doubles), by the team's first block alone. Starts and
@@ -201,14 +199,13 @@ __device__ __forceinline__ void ns_contract_rounds(const Team &tm, const ns_cont
 template <class Team>
 __device__ __forceinline__ void ns_contract_sweeps(const Team &tm, const ns_contract_dev &p, int32_t tmpl, double *D,
                                                    double *R, double *U, double *W, double *Lo, int64_t base,
-                                                   unsigned long long *bad, double *tail = nullptr,
-                                                   const int32_t *perm = nullptr) {
+                                                   unsigned long long *bad, double *tail = nullptr) {
     const int32_t rounds = __ldg(p.t_rounds + tmpl);
     const int32_t *rt = p.rt + __ldg(p.t_rt + tmpl);
     const int32_t tt = tail ? __ldg(p.t_tail + tmpl) : -1;
     tm.sync();
     if (tt < 0) {
-        ns_contract_rounds(tm, p, rt, rounds, 0, D, R, U, W, Lo, nullptr, perm, base, bad);
+        ns_contract_rounds(tm, p, rt, rounds, 0, D, R, U, W, Lo, nullptr, base, bad);
         return;
     }
     const int32_t K = __ldg(p.t_head + tmpl);
@@ -223,11 +220,11 @@ __device__ __forceinline__ void ns_contract_sweeps(const Team &tm, const ns_cont
             sD[j] = tm.ld(D + i), sR[j] = tm.ld(R + i), sU[j] = tm.ld(U + i), sW[j] = tm.ld(W + i);
         }
         __syncthreads();
-        ns_contract_rounds(blk, p, trt, Rt, K, sD, sR, sU, sW, sL, map, perm, base, bad);
+        ns_contract_rounds(blk, p, trt, Rt, K, sD, sR, sU, sW, sL, map, base, bad);
         for (int32_t j = threadIdx.x; j < T; j += blockDim.x) R[__ldg(map + j)] = sR[j];
     }
     tm.sync();
-    ns_contract_backward(tm, p, rt + rounds + 1, K - 1, 0, 0, D, R, U, Lo, nullptr, perm, base, bad);
+    ns_contract_backward(tm, p, rt + rounds + 1, K - 1, 0, 0, D, R, U, Lo, nullptr, base, bad);
 }
 
 #endif

@@ -10,8 +10,7 @@
  * nodes; src/hines/contract.h). */
 ns_status ns_tree_layout_for(const ns_batch_t *batch, int32_t group_nodes, int32_t mid_nodes, int32_t big_nodes,
                              int32_t min_groups, int32_t max_cells, int32_t tail_nodes, ns_contract_layout *layout);
-/* The same with the group sizes the kernels use on `device`; variant:
- * ns_solve_options.tree_variant (NS_TREE_* flags). */
-ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, int32_t variant, ns_contract_layout *layout);
+/* The same with the group sizes the kernels use on `device`. */
+ns_status ns_tree_layout_device(int device, const ns_batch_t *batch, ns_contract_layout *layout);
 
 #endif
