@@ -5,8 +5,10 @@
 # (bench/README.md, ../shared/BENCHMARKING.md), so this is how a change is measured.
 #
 # usage: bash bench/compare.sh BASE [NEW] -- GRID...
-#   BASE, NEW   commits (anything `git rev-parse` takes); NEW defaults to the
-#               working tree as it is (uncommitted changes included)
+#   BASE, NEW   commits (anything `git rev-parse` takes) or folders holding a source tree
+#               (`git archive C | tar -x -C DIR`: for a host without the repository's history);
+#               NEW defaults to the working tree as it is (uncommitted changes included; the
+#               checkout itself where it is not a git work tree)
 #   GRID...     grids of bench/grid.sh (e.g. sim, hines, tridiag, life)
 # Environment: OUT (default ./bench-compare), ROUNDS (default 3), ARCH, THREADS,
 #   PEERS (default 0 here: NEURON and Arbor are not what is compared; PEERS=1 runs
@@ -36,12 +38,18 @@ export ARCH
 WORK=${WORK:-$ROOT/build-compare}
 mkdir -p "$WORK"
 
-build() { # build NAME COMMIT|"" : sources in $WORK/NAME/src (git archive; "" = the working tree)
-  local name=$1 commit=$2 src=$WORK/$1/src
+build() { # build NAME COMMIT|DIR|"" : sources in $WORK/NAME/src (git archive; "" = the working tree), or DIR
+  local name=$1 commit=$2 src=$WORK/$1/src what
   rm -rf "$src"; mkdir -p "$src"
-  if [ -n "$commit" ]; then
+  if [ -n "$commit" ] && [ -d "$commit" ]; then
+    src=$(cd "$commit" && pwd); what="the tree in $src"
+  elif [ -z "$commit" ] && ! git -C "$ROOT" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    src=$ROOT; what="the checkout $ROOT (no git history)"
+  elif [ -n "$commit" ]; then
+    what="$commit at $(git -C "$ROOT" rev-parse "$commit")"
     git -C "$ROOT" archive "$commit" | tar -x -C "$src" || return 1
   else
+    what="the working tree at $(git -C "$ROOT" rev-parse HEAD)"
     # the working tree: tracked files as they are now, plus untracked files git does not ignore
     (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard |
        while IFS= read -r -d '' f; do [ ! -e "$f" ] || cp --parents -P "$f" "$src" || exit 1; done) || return 1
@@ -51,7 +59,7 @@ build() { # build NAME COMMIT|"" : sources in $WORK/NAME/src (git archive; "" = 
     -DNS_PYTHON=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" > "$WORK/$name/build.log" 2>&1 &&
     cmake --build "$WORK/$name/build" -j"$(nproc)" >> "$WORK/$name/build.log" 2>&1
   local rc=$?
-  { echo "== $name: ${commit:-working tree} at $(git -C "$ROOT" rev-parse "${commit:-HEAD}") rc=$rc"
+  { echo "== $name: $what rc=$rc"
     tail -n 5 "$WORK/$name/build.log"; } >> "$OUT/builds.txt"
   return $rc
 }

@@ -18,6 +18,10 @@
 #                is present); the GPU loops on one shape
 #                (allen_chat x 1,000 .. 1,000,000) and on the mix; the busyring network;
 #                the layer 5 model (data/models/l5pc_hay.model) on the GPU and the CPU
+#   sim-compare  the sim grid's rows at one size each, 400 steps (allen_rbp4 x 1,000 and the mix x 5 on
+#                the CPU at 1 and $THREADS threads; allen_chat x 10,000 and 100,000 onchip and tree;
+#                the mix x 20; busyring 1,000 and 4,000; the L5 model, GPU x 1,000 and CPU x 160;
+#                bench hines --mixed a, d): what bench/compare.sh runs for issue 41's before/after table
 #   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
 #   cpu-hh       the CPU loop on the parameters' hh: allen_rbp4 x 1,000 and dg_granule x 2,000
 #                (small cells: the per-block costs), 1 and $THREADS threads, 3,000 steps
@@ -156,6 +160,28 @@ for grid in "$@"; do
       # NEURON beside the CPU row needs the BBP mechanisms compiled for it: NRN_MECH_DIR (bench/neuron_model_bench.py)
       NL=""; have neuron && [ -n "${NRN_MECH_DIR:-}" ] && NL="--neuron 160"
       step sim-l5-cpu 600 "$NS" bench sim --backend cpu $L5 --cells 160 --threads "$THREADS" $NL ;;
+    sim-compare)  # the sim grid at one size per row, each step short (bench/compare.sh: issue 41's table)
+      R=$D/allen_rbp4_485574832.swc
+      for th in 1 "$THREADS"; do
+        step "cmp-cpu-one-$th" 300 "$NS" bench sim --backend cpu --morph "$R" --cells 1000 --threads "$th" --steps 400
+        step "cmp-cpu-mixed-$th" 300 "$NS" bench sim --mixed --per 5 --jitter 0 --threads "$th" --steps 400
+      done
+      if [ $GPU = 1 ]; then
+        step cmp-gpu-one 300 "$NS" bench sim --backend cuda --morph "$D/allen_chat_614430666.swc" --cells 10000,100000 \
+          --gpu-methods onchip,tree --steps 400
+        step cmp-gpu-mixed 300 "$NS" bench sim --mixed --per 20 --jitter 0 --gpu-methods auto --cpu-max 0 --steps 400
+      fi
+      NB=cpu; [ $GPU = 1 ] && NB=cuda
+      step cmp-network 300 "$NS" bench sim --network --backend $NB --cells 1000,4000 --threads "$THREADS" --repeats 3
+      # each binary's own build of the BBP mechanisms, kept beside it (made once, not per round)
+      LIB=$(dirname "$NS")/libbbp.so
+      [ -f "$LIB" ] || step cmp-l5-mechanisms 300 "$NS" mechanisms build "$ROOT/data/mechanisms/bbp" -o "$LIB" \
+        $([ $GPU = 1 ] && echo --cuda)
+      L5="--morph $D/l5pc_bbp_axon.swc --model $ROOT/data/models/l5pc_hay.model --params $ROOT/data/models/l5pc_hay.params \
+          --mechanisms $LIB --steps 400"
+      [ $GPU = 1 ] && step cmp-l5-gpu 300 "$NS" bench sim --backend cuda $L5 --cells 1000 --gpu-methods auto
+      step cmp-l5-cpu 300 "$NS" bench sim --backend cpu $L5 --cells 160 --threads "$THREADS"
+      step cmp-hines-mixed 300 "$NS" bench hines --mixed --workloads a,d --repeats 3 ;;
     onchip-model)
       for round in $(seq 1 "${ROUNDS:-2}"); do
         for mc in allen_chat_614430666:100000 dg_granule_1220882a:100000 allen_rbp4_485574832:1000; do
