@@ -13,8 +13,10 @@
 # Environment: OUT (default ./bench-compare), ROUNDS (default 3), ARCH, THREADS,
 #   PEERS (default 0 here: NEURON and Arbor are not what is compared; PEERS=1 runs
 #   them beside each binary, as grid.sh does).
-# Output: $OUT/ROUND-base/ and $OUT/ROUND-new/ (grid.sh's files of each run) and
-# $OUT/builds.txt (the two commits and their build logs' tails).
+# Output: $OUT/ROUND-base/ and $OUT/ROUND-new/ (grid.sh's files of each run),
+# $OUT/builds.txt (the two sources and their build logs' tails) and $OUT/table.md: each
+# row of `bench sim` (one shape, --mixed, --network) and `bench hines --mixed` with
+# the mean of the rounds of each build and new / base.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -77,3 +79,51 @@ for r in $(seq 1 "$ROUNDS"); do
     cat "$OUT/$r-$who/summary.txt"
   done
 done
+
+# The table: every timed row of the rounds, the two builds side by side
+python3 - "$OUT" > "$OUT/table.md" <<'PY'
+import collections, glob, os, re, sys
+# rows of `bench sim` (one shape, --mixed, --network) and `bench hines --mixed` in grid.sh's step files
+# of each round ($OUT/R-base, $OUT/R-new); mean of the rounds per row, new / base
+out = sys.argv[1]
+rows = collections.OrderedDict()
+def add(key, who, x):
+    rows.setdefault(key, {'base': [], 'new': []})[who].append(x)
+for d in sorted(glob.glob(os.path.join(out, '*-base')) + glob.glob(os.path.join(out, '*-new'))):
+    who = d.rsplit('-', 1)[1]
+    for f in sorted(glob.glob(os.path.join(d, '*.txt'))):
+        step = os.path.basename(f)[:-4]
+        if step == 'summary':
+            continue
+        seen = collections.Counter(); cells = None
+        for line in open(f, errors='replace'):
+            t = line.split()
+            m = re.match(r'^(cpu|cuda)\s+(\S+)\s+\d+\s+(\d+)\s+\d+\s+(\S+)', line)
+            if m:
+                add((step, m.group(2), m.group(3) + ' cells'), who, float(m.group(4))); continue
+            m = re.match(r'^(ref x\d+|bundled x\d+)\s+\d+\s+(\d+)\s+\d+\s+(cpu|cuda)\s+(\S+)\s+\S+\s+(\S+)', line)
+            if m:
+                k = (step, m.group(3) + ' ' + m.group(4), m.group(1)); seen[k] += 1
+                add(k + ('#%d' % seen[k],), who, float(m.group(5))); continue
+            m = re.match(r'^\s+(\d+)\s+\d+\s+\d+\s+\d+\s+\d+\s+(\S+)\s+\S+\s+(\S+)', line)
+            if m:
+                cells = m.group(1)
+                add((step, 'network (s)', cells + ' cells'), who, float(m.group(2)))
+                add((step, 'bare (s)', cells + ' cells'), who, float(m.group(3))); continue
+            m = re.search(r'CPU loop \(threads (\d+)\) on the network: (\S+) s', line)
+            if m and cells:
+                add((step, 'CPU %s threads, network (s)' % m.group(1), cells + ' cells'), who, float(m.group(2))); continue
+            m = re.match(r'^\s+([a-z])\s+(.*?)\s+(\d+) cells: best (\S+)\s+(\S+) ms', line)
+            if m:
+                add((step, 'workload ' + m.group(1) + ' ' + m.group(4), m.group(3) + ' cells'), who, float(m.group(5)))
+print('| step | row | size | base (mean) | new (mean) | new / base | min new / min base | rounds |')
+print('|---|---|---|---:|---:|---:|---:|---:|')
+for k, v in rows.items():
+    b, n = v['base'], v['new']
+    if not b or not n:
+        continue
+    mb, mn = sum(b) / len(b), sum(n) / len(n)
+    print('| %s | %s | %s | %.4g | %.4g | %.3f | %.3f | %d/%d |' % (k[0], k[1], ' '.join(k[2:]), mb, mn, mn / mb,
+                                                          min(n) / min(b), len(b), len(n)))
+PY
+cat "$OUT/table.md"

@@ -21,7 +21,7 @@
 #   sim-compare  the sim grid's rows at one size each, 400 steps (allen_rbp4 x 1,000 and the mix x 5 on
 #                the CPU at 1 and $THREADS threads; allen_chat x 10,000 and 100,000 onchip and tree;
 #                the mix x 20; busyring 1,000 and 4,000; the L5 model, GPU x 1,000 and CPU x 160;
-#                bench hines --mixed a, d): what bench/compare.sh runs for issue 41's before/after table
+#                with grid hines-mixed: what bench/compare.sh runs for issue 41's before/after table
 #   sim-shapes   the GPU loops (onchip, tree) per morphology, 100 and 2,000 cells
 #   cpu-hh       the CPU loop on the parameters' hh: allen_rbp4 x 1,000 and dg_granule x 2,000
 #                (small cells: the per-block costs), 1 and $THREADS threads, 3,000 steps
@@ -180,8 +180,7 @@ for grid in "$@"; do
       L5="--morph $D/l5pc_bbp_axon.swc --model $ROOT/data/models/l5pc_hay.model --params $ROOT/data/models/l5pc_hay.params \
           --mechanisms $LIB --steps 400"
       [ $GPU = 1 ] && step cmp-l5-gpu 300 "$NS" bench sim --backend cuda $L5 --cells 1000 --gpu-methods auto
-      step cmp-l5-cpu 300 "$NS" bench sim --backend cpu $L5 --cells 160 --threads "$THREADS"
-      step cmp-hines-mixed 300 "$NS" bench hines --mixed --workloads a,d --repeats 3 ;;
+      step cmp-l5-cpu 300 "$NS" bench sim --backend cpu $L5 --cells 160 --threads "$THREADS" ;;
     onchip-model)
       for round in $(seq 1 "${ROUNDS:-2}"); do
         for mc in allen_chat_614430666:100000 dg_granule_1220882a:100000 allen_rbp4_485574832:1000; do
