@@ -4,7 +4,7 @@
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
                          [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto]
-                         [--max-gb G] [--batch K,...] [--split] [--out FILE]
+                         [--max-gb G] [--batch K,...] [--split] [--ranks TOL,...] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
    probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every (K: steps,
@@ -27,6 +27,15 @@ usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5p
    (its soma moved to the origin, as LFPy.Cell moves it) against LFPy's potentials of the same
    cell at neurosolve's disc points (its Vogel spiral,
    validation/lfp_reference.py's disc_points), relative to the largest potential.
+
+With --ranks (and nothing run): the numerical ranks of the coefficients' per-cell blocks (contacts x
+that cell's compartments, from the Python binding's `Lfp.coefficients` of each morphology on the CPU;
+the cells of `simulate` without --placement all sit at their SWC coordinates, so the cells of one
+morphology share one block), by numpy's SVD: r_k = the singular values above TOL times the block's
+largest ("ranks"), and the least rank whose residual's Frobenius norm is at most TOL times the block's
+("ranks_frobenius": `--lfp-rank-tolerance`'s criterion, which the pivoted QR meets at a rank at least
+this), for each TOL; the flops of a sample 2 sum_k r_k (E + n_k) and the floats kept sum_k r_k (E + n_k)
+against dense's 2 E N and E N (`--lfp-storage lowrank`, docs/extracellular.md, "Memory").
 
 Prints one JSON object: the versions, each run's times, the ratios and the agreement.
 """
@@ -147,6 +156,41 @@ def agreement(args, probe, tmp):
     return {"samples": int(m), "largest_mV": float(np.abs(phi).max()), "relative_difference": float(err)}
 
 
+def block_ranks(args, probe, tols):
+    """The per-cell blocks' numerical ranks at each relative tolerance, and lowrank's ratios to dense."""
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+    import neurosolve as ns
+    if os.path.basename(args.morph) == "bundled":
+        d = os.path.join(ROOT, "data", "morphologies")
+        files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".swc"))
+    else:
+        files = [args.morph]
+    radii = {"radii": "default", "default_radius": float(args.radii.split(":")[1])} \
+        if args.radii and args.radii.startswith("default:") else {}
+    E = len(probe)
+    rows, N = [], 0
+    for f in files:
+        cell = ns.read_swc(f, **radii).discretize()
+        lfp = ns.Lfp(ns.Simulation([cell], 1, backend="cpu"), [cell], probe)
+        M = np.asarray(lfp.coefficients)
+        s = np.linalg.svd(M, compute_uv=False)
+        n = M.shape[1]
+        N += n * args.cells
+        tail = np.sqrt(np.cumsum((s ** 2)[::-1])[::-1])  # tail[r]: the residual's Frobenius norm at rank r
+        rows.append({"morphology": os.path.basename(f), "compartments": n, "sigma_1": float(s[0]),
+                     "ranks": {t: int(np.sum(s > float(t) * s[0])) for t in tols},
+                     "ranks_frobenius": {t: int(np.sum(tail > float(t) * tail[0])) for t in tols}})
+    out = {"contacts": E, "cells": args.cells * len(files), "compartments": N, "tolerances": {}}
+    for t in tols:
+        for key in ("ranks", "ranks_frobenius"):
+            kept = sum(args.cells * r[key][t] * (E + r["compartments"]) for r in rows)
+            out["tolerances"]["%s %s" % (key, t)] = {
+                "largest_rank": max(r[key][t] for r in rows), "mean_rank": float(np.mean([r[key][t] for r in rows])),
+                "dense_to_lowrank": E * N / kept}  # flops and floats alike
+    out["blocks"] = rows
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "neurosolve"))
@@ -162,9 +206,17 @@ def main():
     ap.add_argument("--radii", default=None, help="simulate's --radii (default:R for `bundled`)")
     ap.add_argument("--batch", default=None, help="also each --every with simulate's --lfp-batch at these values")
     ap.add_argument("--split", action="store_true", help="also at twice the tstop: fixed and per-sample costs")
+    ap.add_argument("--ranks", default=None, help="only the per-cell blocks' ranks at these relative tolerances")
     ap.add_argument("--out", default=None, help="write the JSON here as well")
     args = ap.parse_args()
     probe = read_probe(args.probe)
+    if args.ranks:
+        text = json.dumps(block_ranks(args, probe, args.ranks.split(",")), indent=1)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text + "\n")
+        return
     base = ["--cells", str(args.cells), "--backend", args.backend] + (["--radii", args.radii] if args.radii else [])
     res = {"morphology": os.path.basename(args.morph), "cells": args.cells, "contacts": len(probe),
            "tstop_ms": args.tstop, "backend": args.backend}
