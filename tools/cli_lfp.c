@@ -24,7 +24,7 @@ const char *cli_lfp_help =
     "                         tiles on the GPU at each reduction (default auto: dense while they\n"
     "                         fit --lfp-max-gb and half the GPU's free memory); f32: rounded to\n"
     "                         float (half the memory of dense), each sample's error bound checked\n"
-    "                         against --lfp-tolerance; lowrank (CPU only so far): each cell's\n"
+    "                         against --lfp-tolerance; lowrank: each cell's\n"
     "                         coefficients as a product of rank r (pivoted QR, stopped at\n"
     "                         --lfp-rank-tolerance), each sample's error bound checked likewise\n"
     "  --lfp-tolerance R      f32, lowrank: the error bound allowed, relative to each sample's\n"

@@ -129,7 +129,8 @@ typedef enum ns_lfp_storage {
                                   (Householder QR with column pivoting, stopped where the residual's
                                   Frobenius norm is ns_lfp_options.rank_tolerance of the block's);
                                   8 r_k (E + n_k) bytes per cell (no dense copy: ns_lfp_coefficients is
-                                  NULL; ns_lfp_ranks). CPU only so far. Never chosen by AUTO: every
+                                  NULL; ns_lfp_ranks; on the GPU the factors, uploaded once, are applied
+                                  as V_k I_k then U W per reduction). Never chosen by AUTO: every
                                   sample's bound max_e sum_k ||(B_k - U_k V_k)_e||_2 ||i_k||_2 is checked
                                   against ns_lfp_options.tolerance (ns_lfp_error_bound) */
 } ns_lfp_storage;

@@ -151,13 +151,15 @@ static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
                                       L->o.per_cell_dipoles, L->o.batch, L->o.every,
                                       tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
                                       L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
-                                      L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32};
+                                      L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32,
+                                      L->lr};
         if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
         if (st == NS_OK) {
             sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
             sim->snap_rows = L->rows;
             sim->snap_stride = stride;
-            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3 + f32) * sizeof *L->tot); /* F32: rel after */
+            const int rel = f32 || L->lr; /* F32, LOWRANK: each sample's bound after the rows */
+            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3 + rel) * sizeof *L->tot);
             L->tmid = malloc((size_t)L->rows * sizeof *L->tmid);
             L->stims = malloc((size_t)(sim->n_stims > 0 ? sim->n_stims : 1) * sizeof *L->stims);
             if (!L->tot || !L->tmid || !L->stims) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples", (long long)L->rows);
@@ -238,9 +240,6 @@ static ns_status check_options(const ns_sim_t *sim, const ns_lfp_probe *probe, c
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: storage %d", (int)storage);
     if (sim->device < 0 && o.device_results)
         return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results need a CUDA simulation (a CPU one's are on the host)");
-    if (sim->device >= 0 && storage == NS_LFP_STORAGE_LOWRANK)
-        return ns_fail(NS_ERR_UNSUPPORTED, "LFP: lowrank coefficients run on the CPU only so far (a CUDA simulation: "
-                                           "dense, tiles or f32)");
     if (sim->device < 0 && storage == NS_LFP_STORAGE_TILES)
         return ns_fail(NS_ERR_UNSUPPORTED, "LFP: coefficient tiles need a CUDA simulation (a CPU one keeps them dense)");
     if (storage == NS_LFP_STORAGE_AUTO)
@@ -737,7 +736,7 @@ static ns_status gpu_collect(ns_lfp_t *L) {
     if (nb <= 0) return NS_OK;
     const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
     const double t_wait = ns_time_ms();
-    double *rel = L->storage == NS_LFP_STORAGE_F32 ? L->tot + L->rows * R : NULL;
+    double *rel = L->storage == NS_LFP_STORAGE_F32 || L->lr ? L->tot + L->rows * R : NULL;
     const ns_status st = ns_lfp_gpu_collect(L->gpu, L->tot, rel, L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
                                             L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
     L->sampling_ms += ns_time_ms() - t_wait;

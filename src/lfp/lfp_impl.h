@@ -34,6 +34,8 @@ int ns_lfp_lowrank_factor(lfp_lowrank *lr, int64_t c, const double *B, int64_t n
  * (8 r_k (E + n_k) + the bound's 8 E per cell), -1 when out of memory. */
 int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset);
 const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr);
+/* Cell c's factors: U (n_el x r_c, row-major), V (r_c x n_c, row-major), rho (n_el). */
+void ns_lfp_lowrank_cell(const lfp_lowrank *lr, int64_t c, const double **U, const double **V, const double **rho);
 /* The nb buffered samples' currents I (compartments x NS_LFP_BLOCK): phi (nb
  * x n_el), phi_pop (nb x n_pop x n_el, NULL: not wanted; pop: each cell's
  * population, NULL: all 0) and worst (nb: each sample's bound on the
@@ -82,6 +84,7 @@ typedef struct lfp_gpu_geometry {
     int64_t tile_bytes;         /* 0: 256 MiB */
     int keep;                   /* keep every sample's tot rows on the GPU (ns_lfp_device_results) */
     int f32;                    /* with tiles: computed once, kept as float, widened per reduction */
+    const lfp_lowrank *lowrank; /* LOWRANK: each cell's factors (M is NULL) */
 } lfp_gpu_geometry;
 
 /* A clamp of the simulation: its compartment (Flat index) and pulse. */

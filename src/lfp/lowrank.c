@@ -204,6 +204,10 @@ int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset) {
 
 const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr) { return lr ? lr->rank : NULL; }
 
+void ns_lfp_lowrank_cell(const lfp_lowrank *lr, int64_t c, const double **U, const double **V, const double **rho) {
+    *U = lr->U[c], *V = lr->V[c], *rho = lr->rho + c * lr->n_el;
+}
+
 /* W_k = V_k I_k and ||i_k|| of the nb buffered samples, cell by cell. */
 static void project(lfp_lowrank *lr, const double *I, const int64_t *off, int32_t nb, int nt) {
     (void)nt;

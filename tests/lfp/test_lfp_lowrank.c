@@ -2,7 +2,8 @@
  * pivoted QR against LAPACK (dgeqp3's pivots and R, dgesvd's singular values)
  * on a real block of coefficients, and runs against the dense storage: every
  * sample within its bound, the bound below the tolerance, the populations,
- * thread counts bit for bit, the refusals. */
+ * thread counts bit for bit, the refusals; with the argument cuda (ctest
+ * test_lfp_lowrank_cuda) the GPU's products against the CPU's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +38,14 @@ static double *copy_of(const double *src, int64_t n) {
 
 /* CELLS granule cells placed along the shank (the last one 600 um away from it), in two
  * populations, a clamp on each soma, sampled every EVERY steps over two advances. */
-static void run_cells(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_lfp_storage storage, int32_t threads,
-                      double rank_tolerance, double tolerance, run *o) {
+static void run_cells(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_backend backend, ns_lfp_storage storage,
+                      int32_t threads, double rank_tolerance, double tolerance, run *o) {
     memset(o, 0, sizeof *o);
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options so;
     ns_sim_options_init(&so);
-    so.backend = NS_BACKEND_CPU;
+    so.backend = backend;
     so.threads = threads;
     int32_t shapes[CELLS] = {0}, pop[CELLS];
     double place[6 * CELLS];
@@ -161,10 +162,10 @@ out:
 
 static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
     run d, l, l2, loose;
-    run_cells(cell, probe, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
-    run_cells(cell, probe, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &l);
-    run_cells(cell, probe, NS_LFP_STORAGE_LOWRANK, 2, 0.0, 0.0, &l2);
-    run_cells(cell, probe, NS_LFP_STORAGE_LOWRANK, 1, 1e-7, 0.0, &loose);
+    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
+    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &l);
+    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 2, 0.0, 0.0, &l2);
+    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-7, 0.0, &loose);
     const int64_t E = probe->n, S = d.samples;
     if (d.phi && d.pop && d.M && l.phi && l.pop && l2.phi && l2.pop && loose.phi && l.samples == S &&
         loose.samples == S) {
@@ -204,11 +205,42 @@ static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
     run_free(&d), run_free(&l), run_free(&l2), run_free(&loose);
     /* a tolerance below the bound fails the advance, naming both */
     run tight;
-    run_cells(cell, probe, NS_LFP_STORAGE_LOWRANK, 1, 1e-4, 1e-9, &tight);
+    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-4, 1e-9, &tight);
     CHECK_MSG(tight.advance == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "lowrank coefficients") &&
                   strstr(ns_last_error(), "above the tolerance 1e-09") && tight.bound > 1e-9,
               "a bound above the tolerance: %s", ns_last_error());
     run_free(&tight);
+}
+
+/* The GPU's lowrank products (the factors uploaded once; per reduction V_k I_k per run of
+ * cells, then U_p W_p per population) against the CPU's, and within its bound of dense. */
+static void test_cuda(const ns_cell_t *cell, const ns_lfp_probe *probe) {
+    run c, g, d;
+    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &c);
+    run_cells(cell, probe, NS_BACKEND_CUDA, NS_LFP_STORAGE_LOWRANK, 0, 0.0, 0.0, &g);
+    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
+    const int64_t E = probe->n, S = c.samples;
+    if (c.phi && c.pop && g.phi && g.pop && d.phi && g.samples == S && d.samples == S) {
+        CHECK_OK(g.advance);
+        double pw = 0.0, dw = 0.0;
+        for (int64_t k = 0; k < S; ++k) {
+            double big = 0.0, dp = 0.0, dd = 0.0;
+            for (int64_t e = 0; e < E; ++e) {
+                big = fmax(big, fabs(c.phi[k * E + e]));
+                dp = fmax(dp, fabs(g.phi[k * E + e] - c.phi[k * E + e]));
+                dd = fmax(dd, fabs(g.phi[k * E + e] - d.phi[k * E + e]));
+                for (int p = 0; p < 2; ++p)
+                    dp = fmax(dp, fabs(g.pop[(k * 2 + p) * E + e] - c.pop[(k * 2 + p) * E + e]));
+            }
+            pw = fmax(pw, dp / big), dw = fmax(dw, dd / big);
+        }
+        CHECK(memcmp(c.ranks, g.ranks, sizeof c.ranks) == 0);
+        CHECK_MSG(pw <= 1e-9 && fabs(g.bound - c.bound) <= 1e-6 * c.bound && dw <= g.bound,
+                  "lowrank GPU vs CPU: potentials %.3g, bounds %.6g and %.6g; vs dense %.3g", pw, g.bound, c.bound, dw);
+        printf("lowrank GPU vs CPU: potentials %.3g of the largest, bounds %.6g / %.6g, vs dense %.3g\n", pw, g.bound,
+               c.bound, dw);
+    }
+    run_free(&c), run_free(&g), run_free(&d);
 }
 
 static void test_refusals(const ns_cell_t *cell) {
@@ -238,7 +270,12 @@ static void test_refusals(const ns_cell_t *cell) {
     ns_sim_destroy(sim);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
+    if (cuda) {
+        int gpus = 0;
+        if (ns_cuda_device_count(&gpus) != NS_OK || gpus == 0) CHECK_SKIP("no usable GPU (the lowrank LFP on the GPU)");
+    }
     ns_morph_t *mo = NULL;
     ns_cell_t *cell = NULL;
     CHECK_OK(ns_swc_read(MORPH, NULL, &mo));
@@ -247,11 +284,15 @@ int main(void) {
     CHECK_OK(ns_lfp_probe_read(PROBE, 9, &probe));
     if (cell && probe.n >= 96) {
         probe.n = 96; /* the lowest 96 contacts (0 .. 940 um): the cells' column */
-        test_runs(cell, &probe);
-        test_refusals(cell);
+        if (cuda) {
+            test_cuda(cell, &probe);
+        } else {
+            test_runs(cell, &probe);
+            test_refusals(cell);
+        }
     }
     ns_lfp_probe_free(&probe);
     ns_cell_destroy(cell);
     ns_morph_destroy(mo);
-    return check_summary("test_lfp_lowrank");
+    return check_summary(cuda ? "test_lfp_lowrank cuda" : "test_lfp_lowrank");
 }

@@ -67,7 +67,20 @@ struct lfp_gpu {
     float *F;
     double *mmax, *S, *bnd, *rel;
     int64_t chunks;
-    ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
+    /* LOWRANK (lowrank_upload): the cells in population order, cut into runs of consecutive cells
+     * of one size (n compartments), each run's ranks padded to its largest + 3 (the dipole's rows:
+     * V's last 3 rows the midpoints, U's last 3 columns the identity on the dipole's rows); per
+     * reduction W (wld x rows) = V_k I_k of each run (a strided batch), then partial[pop_slice[p]]
+     * = U_p W_p of each population p (one DGEMM, U: R x wld, column-major), and the bound
+     * bnd (n_el x rows) = Rho (n_el x n_cells) inorm (n_cells x rows, each cell's ||i||_2) */
+    int lowrank;
+    double *LV, *LU, *W, *Rho, *inorm;
+    int64_t wld, n_runs;
+    int64_t *run;          /* host, n_runs x 7: first cell (sorted), cells, n, padded rank, W row, V offset,
+                              first column */
+    int64_t *pop_w;        /* host, 2 (n_pop + 1): each population's first W row, then its first slice */
+    int64_t *cell_col;     /* device, n_cells x 2: each sorted cell's first column and size */
+    ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
 
 static ns_status warm(lfp_gpu *G);
@@ -199,13 +212,25 @@ __global__ void lfp_chunk_abs(const double *__restrict__ I, int64_t ncp, const i
 
 /* F32: each sample's largest bound over the electrodes relative to its largest |potential| (lfp.c's rule) */
 __global__ void lfp_rel(const double *__restrict__ bnd, const double *__restrict__ tot, int64_t n_el, int64_t R,
-                        int32_t nb, double *__restrict__ rel) {
+                        int32_t nb, double scale, double *__restrict__ rel) {
     const int32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= nb) return;
     double b = 0.0, big = 0.0;
     for (int64_t e = 0; e < n_el; ++e) b = fmax(b, bnd[k * n_el + e]), big = fmax(big, fabs(tot[k * R + e]));
-    b *= LFP_U;
+    b *= scale;
     rel[k] = b == 0.0 ? 0.0 : big > 0.0 ? b / big : INFINITY;
+}
+
+/* LOWRANK: each cell's ||i||_2 per sample (inorm: n_cells x rows, column-major) */
+__global__ void lfp_cell_norm(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ cell_col,
+                              int64_t n_cells, double *__restrict__ inorm) {
+    const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t k = blockIdx.y;
+    if (c >= n_cells) return;
+    const double *x = I + k * ncp + cell_col[2 * c];
+    double s = 0.0;
+    for (int64_t j = 0; j < cell_col[2 * c + 1]; ++j) s += x[j] * x[j];
+    inorm[k * n_cells + c] = sqrt(s);
 }
 
 /* the last sample's currents in Flat order */
@@ -252,13 +277,15 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
                  G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
                  G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept,
-                 G->F,    G->mmax,  G->S,           G->bnd,   G->rel};
+                 G->F,    G->mmax,  G->S,           G->bnd,   G->rel,   G->LV,          G->LU,    G->W,
+                 G->Rho,  G->inorm, G->cell_col};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     for (int k = 0; k < 4; ++k)
         if (G->ev[k]) cudaEventDestroy(G->ev[k]);
     if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
     ns_cuda_restore_device(caller);
+    free(G->run), free(G->pop_w);
     free(G);
 }
 
@@ -312,6 +339,130 @@ static ns_status columns(lfp_gpu *G, const lfp_gpu_geometry *geo, int64_t *col, 
     return NS_OK;
 }
 
+/* LOWRANK: the runs of a population's consecutive cells of one size (lfp_gpu's comment);
+ * order: the cells sorted by population. */
+static void lowrank_runs(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const int64_t *order) {
+    const int32_t *rank = ns_lfp_lowrank_ranks(geo->lowrank);
+    const int64_t *off = geo->cell_offset, K = geo->n_cells;
+    int64_t nr = 0, w = 0, v = 0;
+    for (int32_t p = 0; p < G->n_pop; ++p) G->pop_w[p] = -1;
+    for (int64_t i = 0; i < K;) {
+        const int64_t c = order[i], n = off[c + 1] - off[c];
+        const int32_t p = geo->pop ? geo->pop[c] : 0;
+        int64_t j = i + 1, rmax = rank[c];
+        for (; j < K && n > 0; ++j) {
+            const int64_t d = order[j], prev = order[j - 1];
+            if ((geo->pop ? geo->pop[d] : 0) != p || off[d + 1] - off[d] != n || col[off[d]] != col[off[prev]] + n) break;
+            if (rank[d] > rmax) rmax = rank[d];
+        }
+        int64_t *g = G->run + 7 * nr++;
+        g[0] = i, g[1] = j - i, g[2] = n, g[3] = rmax + 3, g[4] = w, g[5] = v, g[6] = n > 0 ? col[off[c]] : 0;
+        if (G->pop_w[p] < 0) G->pop_w[p] = w;
+        w += (j - i) * g[3], v += (j - i) * g[3] * n;
+        i = j;
+    }
+    G->pop_w[G->n_pop] = w;
+    for (int32_t p = G->n_pop - 1; p >= 0; --p)
+        if (G->pop_w[p] < 0) G->pop_w[p] = G->pop_w[p + 1];
+    G->n_runs = nr, G->wld = w;
+}
+
+/* LOWRANK: the factors in the runs' layout, uploaded once: V column-major (padded rank x n per
+ * cell, the midpoints in its last 3 rows), U (R x wld, column-major), Rho (n_el x n_cells). */
+static ns_status lowrank_upload(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const int64_t *pop_slice) {
+    const int64_t K = geo->n_cells, E = G->n_el, R = G->R, *off = geo->cell_offset;
+    const int32_t *rank = ns_lfp_lowrank_ranks(geo->lowrank);
+    int64_t *order = (int64_t *)malloc((size_t)(K > 0 ? K : 1) * sizeof *order);
+    int64_t *cc = (int64_t *)malloc((size_t)(2 * K + 1) * sizeof *cc);
+    G->run = (int64_t *)malloc((size_t)(7 * K + 1) * sizeof *G->run);
+    G->pop_w = (int64_t *)malloc(2 * ((size_t)G->n_pop + 1) * sizeof *G->pop_w);
+    ns_status st = NS_OK;
+    if (!order || !cc || !G->run || !G->pop_w) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank runs");
+    int64_t s = 0;
+    for (int32_t p = 0; st == NS_OK && p < G->n_pop; ++p)
+        for (int64_t c = 0; c < K; ++c)
+            if ((geo->pop ? geo->pop[c] : 0) == p) order[s++] = c;
+    if (st == NS_OK) {
+        lowrank_runs(G, geo, col, order);
+        memcpy(G->pop_w + G->n_pop + 1, pop_slice, ((size_t)G->n_pop + 1) * sizeof *pop_slice);
+    }
+    const int64_t nv = st == NS_OK && G->n_runs > 0 ? G->run[7 * (G->n_runs - 1) + 5] + G->run[7 * (G->n_runs - 1) + 1] *
+                                         G->run[7 * (G->n_runs - 1) + 3] * G->run[7 * (G->n_runs - 1) + 2] : 0;
+    double *hV = st == NS_OK ? (double *)calloc((size_t)nv + 1, sizeof *hV) : NULL;
+    double *hU = st == NS_OK ? (double *)calloc((size_t)(R * G->wld) + 1, sizeof *hU) : NULL;
+    double *hRho = (double *)malloc((size_t)(E * K + 1) * sizeof *hRho);
+    if (st == NS_OK && (!hV || !hU || !hRho)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank factors (host)");
+    for (int64_t q = 0; st == NS_OK && q < G->n_runs; ++q) {
+        const int64_t *g = G->run + 7 * q, n = g[2], rp = g[3];
+        for (int64_t t = 0; t < g[1]; ++t) {
+            const int64_t c = order[g[0] + t], r = rank[c];
+            const double *U, *V, *rho;
+            ns_lfp_lowrank_cell(geo->lowrank, c, &U, &V, &rho);
+            double *Vc = hV + g[5] + t * rp * n, *Uc = hU + (g[4] + t * rp) * R;
+            for (int64_t j = 0; j < n; ++j) {
+                for (int64_t a = 0; a < r; ++a) Vc[j * rp + a] = V[a * n + j];
+                for (int d = 0; d < 3; ++d) Vc[j * rp + rp - 3 + d] = geo->mid[3 * (off[c] + j) + d];
+            }
+            for (int64_t a = 0; a < r; ++a)
+                for (int64_t e = 0; e < E; ++e) Uc[a * R + e] = U[e * r + a];
+            for (int d = 0; d < 3; ++d) Uc[(rp - 3 + d) * R + E + d] = 1.0;
+            memcpy(hRho + (g[0] + t) * E, rho, (size_t)E * sizeof *rho);
+            cc[2 * (g[0] + t)] = g[6] + t * n, cc[2 * (g[0] + t) + 1] = n;
+        }
+    }
+    if (st == NS_OK) st = upload(&G->LV, hV, nv);
+    if (st == NS_OK) st = upload(&G->LU, hU, R * G->wld);
+    if (st == NS_OK) st = upload(&G->Rho, hRho, E * K);
+    if (st == NS_OK) st = upload(&G->cell_col, cc, 2 * K);
+    free(order), free(cc), free(hV), free(hU), free(hRho);
+    return st;
+}
+
+/* LOWRANK per reduction: W = V_k I_k per run (a strided batch of its cells), then each
+ * population's partial sums U_p W_p into its first slice (the others stay 0). */
+static ns_status lowrank_products(lfp_gpu *G, int32_t nb) {
+    const double one = 1.0, zero = 0.0;
+    const int64_t R = G->R;
+    for (int64_t q = 0; q < G->n_runs; ++q) {
+        const int64_t *g = G->run + 7 * q;
+        if (g[2] == 0) continue;
+        const ns_status st = blas_status(
+            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)g[3], nb, (int)g[2], &one,
+                                         G->LV + g[5], (int)g[3], g[3] * g[2], G->I + g[6], (int)G->ncp, g[2], &zero,
+                                         G->W + g[4], (int)G->wld, g[3], (int)g[1]),
+            G->blas, "cublasDgemmStridedBatched (lowrank V I)");
+        if (st != NS_OK) return st;
+    }
+    for (int32_t p = 0; p < G->n_pop; ++p) {
+        const int64_t w0 = G->pop_w[p], w1 = G->pop_w[p + 1], slice = G->pop_w[G->n_pop + 1 + p];
+        if (w1 <= w0) continue;
+        const ns_status st = blas_status(
+            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)R, nb, (int)(w1 - w0), &one,
+                                         G->LU + w0 * R, (int)R, 0, G->W + w0, (int)G->wld, 0, &zero,
+                                         G->partial + slice * G->rows * R, (int)R, 0, 1),
+            G->blas, "cublasDgemmStridedBatched (lowrank U W)");
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+/* LOWRANK per reduction, after the sums: bnd = Rho inorm and each sample's relative bound. */
+static ns_status lowrank_bound(lfp_gpu *G, int32_t nb) {
+    const double one = 1.0, zero = 0.0;
+    const int64_t K = G->n_cells;
+    if (K > 0) lfp_cell_norm<<<dim3(grid(K), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, G->ncp, G->cell_col, K, G->inorm);
+    NS_CUDA_TRY(cudaGetLastError());
+    const ns_status st = blas_status(
+        G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)G->n_el, nb, (int)(K > 0 ? K : 1), &one,
+                                     G->Rho, (int)G->n_el, 0, G->inorm, (int)(K > 0 ? K : 1), 0, &zero, G->bnd,
+                                     (int)G->n_el, 0, 1),
+        G->blas, "cublasDgemmStridedBatched (the lowrank bound)");
+    if (st != NS_OK) return st;
+    lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, G->R, nb, 1.0, G->rel);
+    NS_CUDA_TRY(cudaGetLastError());
+    return NS_OK;
+}
+
 static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     const int64_t n = geo->n_comp, R = G->R;
     NS_CUDA_TRY(cudaStreamCreateWithFlags(&G->stream, cudaStreamNonBlocking));
@@ -362,10 +513,12 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
         }
     }
     /* DENSE: the coefficients column by column, one electrode (or dipole axis) at a time through the host */
-    if (st == NS_OK && !G->tiles) st = upload<double>(&G->A, NULL, ncp * R);
-    if (st == NS_OK && !G->tiles && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
+    const int dense = !G->tiles && !G->lowrank;
+    if (st == NS_OK && G->lowrank) st = lowrank_upload(G, geo, col, pop_slice);
+    if (st == NS_OK && dense) st = upload<double>(&G->A, NULL, ncp * R);
+    if (st == NS_OK && dense && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)ncp);
-    for (int64_t r = 0; st == NS_OK && !G->tiles && r < R; ++r) {
+    for (int64_t r = 0; st == NS_OK && dense && r < R; ++r) {
         for (int64_t j = 0; j < n; ++j) A[col[j]] = r < G->n_el ? geo->M[r * n + j] : geo->mid[3 * j + (r - G->n_el)];
         st = ns_cuda_status(cudaMemcpy(G->A + r * ncp, A, (size_t)ncp * sizeof *A, cudaMemcpyHostToDevice),
                             "cudaMemcpy", __FILE__, __LINE__);
@@ -395,7 +548,8 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (st != NS_OK) return st;
     /* the samples buffered: ns_lfp_batch_rows (as asked, else by the cadence and a quarter of the free memory) */
     const int64_t per = 8 * (2 * G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
-                             (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0));
+                             (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0) +
+                             (G->lowrank ? G->wld + G->n_cells + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
     if (rows <= 0) {
         size_t free_b = 0, total_b = 0;
@@ -432,6 +586,13 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
         if ((st = upload<double>(&G->rel, NULL, rows)) != NS_OK) return st;
         if ((st = make_f32(G)) != NS_OK) return st;
     }
+    if (G->lowrank) { /* the slices U W does not write stay 0 */
+        NS_CUDA_TRY(cudaMemset(G->partial, 0, (size_t)(G->n_slices * rows * R) * sizeof(double)));
+        if ((st = upload<double>(&G->W, NULL, G->wld * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->inorm, NULL, G->n_cells * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->bnd, NULL, G->n_el * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->rel, NULL, rows)) != NS_OK) return st;
+    }
     return warm(G);
 }
 
@@ -448,6 +609,7 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     G->sigma = geo->sigma;
     G->keep = geo->keep;
     G->f32 = geo->f32;
+    G->lowrank = geo->lowrank != NULL;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(device);
     const ns_status st = create(G, geo);
@@ -486,7 +648,11 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
      * tile of slices at a time, its coefficients computed first (the stream orders the reuse) */
     const double one = 1.0, zero = 0.0;
     const int64_t per_tile = G->tiles ? G->tile_slices : G->n_slices;
-    for (int64_t s0 = 0; s0 < G->n_slices; s0 += per_tile) {
+    if (G->lowrank) {
+        const ns_status st = lowrank_products(G, nb);
+        if (st != NS_OK) return st;
+    }
+    for (int64_t s0 = 0; s0 < G->n_slices && !G->lowrank; s0 += per_tile) {
         const int64_t ns = G->n_slices - s0 < per_tile ? G->n_slices - s0 : per_tile, rows_t = ns * G->slice;
         const double *A = G->A + (G->tiles ? 0 : s0 * G->slice);
         const int64_t lda = G->tiles ? rows_t : ncp;
@@ -513,6 +679,10 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
                                                                      G->n_el, G->tot, pop ? G->pop : NULL);
     if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
     NS_CUDA_TRY(cudaGetLastError());
+    if (G->lowrank) {
+        const ns_status st = lowrank_bound(G, nb);
+        if (st != NS_OK) return st;
+    }
     if (G->f32) { /* the bound: bnd (n_el x nb) = mmax^T S, then each sample's relative bound */
         lfp_chunk_abs<<<dim3(grid(G->chunks), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, n, G->chunks,
                                                                                      G->S);
@@ -523,7 +693,7 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
                                          (int)G->n_el, 0, 1),
             G->blas, "cublasDgemmStridedBatched (the float32 bound)");
         if (st != NS_OK) return st;
-        lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, R, nb, G->rel);
+        lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, R, nb, LFP_U, G->rel);
         NS_CUDA_TRY(cudaGetLastError());
     }
     return NS_OK;
@@ -620,7 +790,7 @@ static ns_status submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, 
                                     cudaMemcpyDeviceToDevice, G->stream));
     NS_CUDA_TRY(cudaMemcpyAsync(G->h_tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost,
                                 G->stream));
-    if (G->f32)
+    if (G->f32 || G->lowrank)
         NS_CUDA_TRY(cudaMemcpyAsync(G->h_rel, G->rel, (size_t)nb * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
     if (pop && G->pop)
         NS_CUDA_TRY(cudaMemcpyAsync(G->h_pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
@@ -642,7 +812,7 @@ static ns_status collect(lfp_gpu *G, double *tot, double *rel, double *pop, doub
     G->pend_nb = 0;
     NS_CUDA_TRY(cudaEventSynchronize(G->ev[3]));
     memcpy(tot, G->h_tot, (size_t)nb * (size_t)G->R * sizeof(double));
-    if (rel && G->f32) memcpy(rel, G->h_rel, (size_t)nb * sizeof(double));
+    if (rel && (G->f32 || G->lowrank)) memcpy(rel, G->h_rel, (size_t)nb * sizeof(double));
     if (pop && G->pend_pop && G->pop)
         memcpy(pop, G->h_pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double));
     if (pcell && G->pend_pcell && G->pcell) memcpy(pcell, G->h_pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double));
