@@ -3,7 +3,7 @@
 
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
-                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto]
+                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto] [--rank-tolerance R]
                          [--max-gb G] [--batch K,...] [--split] [--ranks TOL,...] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
@@ -67,7 +67,7 @@ def simulate(cli, args, extra, tstop=None):
     out = json.loads(r.stdout)
     r = {"command": " ".join(cmd), "wall_s": out["wall_s"], "total_s": total,
          "compartments": out["compartments"], "steps": out["steps"]}
-    for key in ("lfp_storage", "lfp_timing"):
+    for key in ("lfp_storage", "lfp_timing", "lfp_error_bound", "lfp_rank_sum", "lfp_rank_max"):
         if key in out:
             r[key] = out[key]
     return r
@@ -201,7 +201,8 @@ def main():
     ap.add_argument("--every", default="1,10")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--lfpy-cells", type=int, default=4)
-    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles)")
+    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles, f32, lowrank)")
+    ap.add_argument("--rank-tolerance", default=None, help="simulate's --lfp-rank-tolerance (lowrank)")
     ap.add_argument("--max-gb", default=None, help="simulate's --lfp-max-gb")
     ap.add_argument("--radii", default=None, help="simulate's --radii (default:R for `bundled`)")
     ap.add_argument("--batch", default=None, help="also each --every with simulate's --lfp-batch at these values")
@@ -225,6 +226,7 @@ def main():
         res["without_probe_2x"] = simulate(args.cli, args, base, 2 * args.tstop)
     res["with_probe"] = {}
     lfp = ["--probe", args.probe, "--lfp-storage", args.storage] + (["--lfp-max-gb", args.max_gb] if args.max_gb else [])
+    lfp += ["--lfp-rank-tolerance", args.rank_tolerance] if args.rank_tolerance else []
     runs = [(k, k, []) for k in args.every.split(",")]
     runs += [("%s@%s" % (k, b), k, ["--lfp-batch", b]) for k in args.every.split(",")
              for b in (args.batch.split(",") if args.batch else [])]
