@@ -221,16 +221,24 @@ __global__ void lfp_rel(const double *__restrict__ bnd, const double *__restrict
     rel[k] = b == 0.0 ? 0.0 : big > 0.0 ? b / big : INFINITY;
 }
 
-/* LOWRANK: each cell's ||i||_2 per sample (inorm: n_cells x rows, column-major) */
+/* LOWRANK: each cell's ||i||_2 per sample (inorm: n_cells x rows, column-major); a block of
+ * NORM_THREADS per cell and sample, its threads striding over the cell's columns (coalesced),
+ * then a fixed tree: the same sum at every run */
+#define NORM_THREADS 128
 __global__ void lfp_cell_norm(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ cell_col,
                               int64_t n_cells, double *__restrict__ inorm) {
-    const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t k = blockIdx.y;
-    if (c >= n_cells) return;
+    __shared__ double part[NORM_THREADS];
+    const int64_t c = blockIdx.x, k = blockIdx.y;
     const double *x = I + k * ncp + cell_col[2 * c];
     double s = 0.0;
-    for (int64_t j = 0; j < cell_col[2 * c + 1]; ++j) s += x[j] * x[j];
-    inorm[k * n_cells + c] = sqrt(s);
+    for (int64_t j = threadIdx.x; j < cell_col[2 * c + 1]; j += NORM_THREADS) s += x[j] * x[j];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int h = NORM_THREADS / 2; h > 0; h /= 2) {
+        if ((int)threadIdx.x < h) part[threadIdx.x] += part[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) inorm[k * n_cells + c] = sqrt(part[0]);
 }
 
 /* the last sample's currents in Flat order */
@@ -450,7 +458,8 @@ static ns_status lowrank_products(lfp_gpu *G, int32_t nb) {
 static ns_status lowrank_bound(lfp_gpu *G, int32_t nb) {
     const double one = 1.0, zero = 0.0;
     const int64_t K = G->n_cells;
-    if (K > 0) lfp_cell_norm<<<dim3(grid(K), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, G->ncp, G->cell_col, K, G->inorm);
+    if (K > 0) lfp_cell_norm<<<dim3((unsigned)K, (unsigned)nb), NORM_THREADS, 0, G->stream>>>(G->I, G->ncp, G->cell_col, K,
+                                                                                            G->inorm);
     NS_CUDA_TRY(cudaGetLastError());
     const ns_status st = blas_status(
         G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)G->n_el, nb, (int)(K > 0 ? K : 1), &one,
