@@ -21,6 +21,7 @@ extern void dgesvd_(const char *jobu, const char *jobvt, const int *m, const int
                     int *info);
 
 #define MORPH NS_MORPHOLOGIES "/dg_granule_1220882a.swc"
+#define MORPH2 NS_MORPHOLOGIES "/celegans_M5.swc"
 #define PROBE NS_TEST_DATA "/../../data/probes/neuropixels_like.txt"
 enum { CELLS = 9, STEPS = 60, EVERY = 2 };
 
@@ -38,9 +39,10 @@ static double *copy_of(const double *src, int64_t n) {
 }
 
 /* CELLS granule cells placed along the shank (the last one 600 um away from it), in two
- * populations, a clamp on each soma, sampled every EVERY steps over two advances. */
-static void run_cells(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_backend backend, ns_lfp_storage storage,
-                      int32_t threads, double rank_tolerance, double tolerance, run *o) {
+ * populations, a clamp on each soma, sampled every EVERY steps over two advances; with
+ * other, every third cell (k % 3 == 2) is that cell instead (runs of one size broken). */
+static void run_cells(const ns_cell_t *cell, const ns_cell_t *other, const ns_lfp_probe *probe, ns_backend backend,
+                      ns_lfp_storage storage, int32_t threads, double rank_tolerance, double tolerance, run *o) {
     memset(o, 0, sizeof *o);
     ns_sim_params p;
     ns_sim_params_init(&p);
@@ -49,19 +51,24 @@ static void run_cells(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_backe
     so.backend = backend;
     so.threads = threads;
     int32_t shapes[CELLS] = {0}, pop[CELLS];
+    const ns_cell_t *both[2] = {cell, other};
+    const int32_t n_shapes = other ? 2 : 1;
     double place[6 * CELLS];
     for (int k = 0; k < CELLS; ++k) {
+        shapes[k] = other && k % 3 == 2;
         const double far = k == CELLS - 1 ? 600.0 : 0.0;
         const double row[6] = {30.0 * (k % 3) - 30.0 + far, 25.0 * (k % 2), 150.0 * k, 1.5707963267948966, 0.3 * k, 0.4 * k};
         memcpy(place + 6 * k, row, sizeof row);
         pop[k] = k % 2;
     }
     ns_sim_t *sim = NULL;
-    CHECK_OK(ns_sim_create(1, &cell, CELLS, shapes, &p, &so, &sim));
+    CHECK_OK(ns_sim_create(n_shapes, both, CELLS, shapes, &p, &so, &sim));
     if (!sim) return;
-    int32_t soma;
-    CHECK_OK(ns_cell_locate(cell, 0, 0.5, &soma));
-    for (int q = 0; q < CELLS; ++q) CHECK_OK(ns_sim_add_iclamp(sim, q, soma, 0.2 + 0.05 * q, 5.0, 0.5));
+    for (int q = 0; q < CELLS; ++q) {
+        int32_t soma;
+        CHECK_OK(ns_cell_locate(both[shapes[q]], 0, 0.5, &soma));
+        CHECK_OK(ns_sim_add_iclamp(sim, q, soma, 0.2 + 0.05 * q, 5.0, 0.5));
+    }
     CHECK_OK(ns_sim_init(sim));
     ns_lfp_options lo;
     ns_lfp_options_init(&lo);
@@ -73,7 +80,7 @@ static void run_cells(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_backe
     lo.rank_tolerance = rank_tolerance;
     lo.tolerance = tolerance;
     ns_lfp_t *lfp = NULL;
-    CHECK_OK(ns_lfp_create(sim, 1, &cell, probe, &lo, &lfp));
+    CHECK_OK(ns_lfp_create(sim, n_shapes, both, probe, &lo, &lfp));
     if (lfp) {
         CHECK(ns_lfp_storage_used(lfp) == storage);
         o->advance = ns_sim_advance(sim, STEPS / 2);
@@ -163,10 +170,10 @@ out:
 
 static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
     run d, l, l2, loose;
-    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
-    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &l);
-    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 2, 0.0, 0.0, &l2);
-    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-7, 0.0, &loose);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &l);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 2, 0.0, 0.0, &l2);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-7, 0.0, &loose);
     const int64_t E = probe->n, S = d.samples;
     if (d.phi && d.pop && d.M && l.phi && l.pop && l2.phi && l2.pop && loose.phi && l.samples == S &&
         loose.samples == S) {
@@ -206,7 +213,7 @@ static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
     run_free(&d), run_free(&l), run_free(&l2), run_free(&loose);
     /* a tolerance below the bound fails the advance, naming both */
     run tight;
-    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-4, 1e-9, &tight);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-4, 1e-9, &tight);
     CHECK_MSG(tight.advance == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "lowrank coefficients") &&
                   strstr(ns_last_error(), "above the tolerance 1e-09") && tight.bound > 1e-9,
               "a bound above the tolerance: %s", ns_last_error());
@@ -214,12 +221,13 @@ static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
 }
 
 /* The GPU's lowrank products (the factors uploaded once; per reduction V_k I_k per run of
- * cells, then U_p W_p per population) against the CPU's, and within its bound of dense. */
-static void test_cuda(const ns_cell_t *cell, const ns_lfp_probe *probe) {
+ * cells, then U_p W_p per population) against the CPU's, and within its bound of dense; two
+ * morphologies, so that a population's cells make runs of one and of several cells. */
+static void test_backend(const ns_cell_t *cell, const ns_cell_t *other, const ns_lfp_probe *probe, ns_backend backend) {
     run c, g, d;
-    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &c);
-    run_cells(cell, probe, NS_BACKEND_CUDA, NS_LFP_STORAGE_LOWRANK, 0, 0.0, 0.0, &g);
-    run_cells(cell, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &c);
+    run_cells(cell, other, probe, backend, NS_LFP_STORAGE_LOWRANK, 0, 0.0, 0.0, &g);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
     const int64_t E = probe->n, S = c.samples;
     if (c.phi && c.pop && g.phi && g.pop && d.phi && g.samples == S && d.samples == S) {
         CHECK_OK(g.advance);
@@ -237,9 +245,10 @@ static void test_cuda(const ns_cell_t *cell, const ns_lfp_probe *probe) {
         }
         CHECK(memcmp(c.ranks, g.ranks, sizeof c.ranks) == 0);
         CHECK_MSG(pw <= 1e-9 && fabs(g.bound - c.bound) <= 1e-6 * c.bound && dw <= g.bound,
-                  "lowrank GPU vs CPU: potentials %.3g, bounds %.6g and %.6g; vs dense %.3g", pw, g.bound, c.bound, dw);
-        printf("lowrank GPU vs CPU: potentials %.3g of the largest, bounds %.6g / %.6g, vs dense %.3g\n", pw, g.bound,
-               c.bound, dw);
+                  "lowrank %s vs CPU: potentials %.3g, bounds %.6g and %.6g; vs dense %.3g", ns_backend_name(backend), pw,
+                  g.bound, c.bound, dw);
+        printf("lowrank %s vs CPU (two morphologies): potentials %.3g of the largest, bounds %.6g / %.6g, vs dense "
+               "%.3g\n", ns_backend_name(backend), pw, g.bound, c.bound, dw);
     }
     run_free(&c), run_free(&g), run_free(&d);
 }
@@ -250,22 +259,21 @@ int main(int argc, char **argv) {
         int gpus = 0;
         if (ns_cuda_device_count(&gpus) != NS_OK || gpus == 0) CHECK_SKIP("no usable GPU (the lowrank LFP on the GPU)");
     }
-    ns_morph_t *mo = NULL;
-    ns_cell_t *cell = NULL;
+    ns_morph_t *mo = NULL, *mo2 = NULL;
+    ns_cell_t *cell = NULL, *other = NULL;
     CHECK_OK(ns_swc_read(MORPH, NULL, &mo));
     if (mo) CHECK_OK(ns_discretize(mo, NULL, &cell));
+    CHECK_OK(ns_swc_read(MORPH2, NULL, &mo2));
+    if (mo2) CHECK_OK(ns_discretize(mo2, NULL, &other));
     ns_lfp_probe probe;
     CHECK_OK(ns_lfp_probe_read(PROBE, 9, &probe));
     if (cell && probe.n >= 96) {
         probe.n = 96; /* the lowest 96 contacts (0 .. 940 um): the cells' column */
-        if (cuda) {
-            test_cuda(cell, &probe);
-        } else {
-            test_runs(cell, &probe);
-        }
+        if (!cuda) test_runs(cell, &probe);
+        if (other) test_backend(cell, other, &probe, cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU);
     }
     ns_lfp_probe_free(&probe);
-    ns_cell_destroy(cell);
-    ns_morph_destroy(mo);
+    ns_cell_destroy(cell), ns_cell_destroy(other);
+    ns_morph_destroy(mo), ns_morph_destroy(mo2);
     return check_summary(cuda ? "test_lfp_lowrank cuda" : "test_lfp_lowrank");
 }
