@@ -484,6 +484,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     if (sim->device >= 0) {
         st = attach_gpu(L, sim);
         if (st != NS_OK) goto done;
+        if (L->lr) ns_lfp_lowrank_drop(L->lr); /* the GPU has them */
         sim->sample_flush = gpu_flush;
         sim->sample_finish = gpu_finish;
     } else {

@@ -34,6 +34,8 @@ int ns_lfp_lowrank_factor(lfp_lowrank *lr, int64_t c, const double *B, int64_t n
  * (8 r_k (E + n_k) + the bound's 8 E per cell), -1 when out of memory. */
 int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset);
 const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr);
+/* The host's U and V freed (a CUDA simulation's, once uploaded); the ranks stay. */
+void ns_lfp_lowrank_drop(lfp_lowrank *lr);
 /* Cell c's factors: U (n_el x r_c, row-major), V (r_c x n_c, row-major), rho (n_el). */
 void ns_lfp_lowrank_cell(const lfp_lowrank *lr, int64_t c, const double **U, const double **V, const double **rho);
 /* The nb buffered samples' currents I (compartments x NS_LFP_BLOCK): phi (nb

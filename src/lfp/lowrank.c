@@ -186,6 +186,13 @@ void ns_lfp_lowrank_free(lfp_lowrank *lr) {
     free(lr);
 }
 
+void ns_lfp_lowrank_drop(lfp_lowrank *lr) {
+    for (int64_t c = 0; c < lr->n_cells; ++c) {
+        free(lr->U[c]), free(lr->V[c]);
+        lr->U[c] = lr->V[c] = NULL;
+    }
+}
+
 int ns_lfp_lowrank_factor(lfp_lowrank *lr, int64_t c, const double *B, int64_t n, double tol) {
     return factor_block(lr, c, B, n, tol > 0.0 ? tol : NS_LFP_RANK_TOLERANCE);
 }
