@@ -4,7 +4,8 @@
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
                          [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto] [--rank-tolerance R]
-                         [--max-gb G] [--batch K,...] [--split] [--ranks TOL,...] [--out FILE]
+                         [--max-gb G] [--batch K,...] [--split] [--column R [--seed S]]
+                         [--ranks TOL,... [--ranks-cells K]] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
    probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every (K: steps,
@@ -28,10 +29,15 @@ usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5p
    cell at neurosolve's disc points (its Vogel spiral,
    validation/lfp_reference.py's disc_points), relative to the largest potential.
 
+With --column R the cells are placed (simulate's --placement) in a column of radius R um around the
+shank: somata uniform in the cylinder from z = 500 to 3,300 um, each turned by pi/2 about x (an SWC's
++y, the apical dendrite, along the shank) and at random about z (numpy's generator, --seed).
+
 With --ranks (and nothing run): the numerical ranks of the coefficients' per-cell blocks (contacts x
 that cell's compartments, from the Python binding's `Lfp.coefficients` of each morphology on the CPU;
 the cells of `simulate` without --placement all sit at their SWC coordinates, so the cells of one
-morphology share one block), by numpy's SVD: r_k = the singular values above TOL times the block's
+morphology share one block; with --column each cell has its own: the first --ranks-cells of each
+morphology are studied and stand for all), by numpy's SVD: r_k = the singular values above TOL times the block's
 largest ("ranks"), and the least rank whose residual's Frobenius norm is at most TOL times the block's
 ("ranks_frobenius": `--lfp-rank-tolerance`'s criterion, which the pivoted QR meets at a rank at least
 this), for each TOL; the flops of a sample 2 sum_k r_k (E + n_k) and the floats kept sum_k r_k (E + n_k)
@@ -156,8 +162,20 @@ def agreement(args, probe, tmp):
     return {"samples": int(m), "largest_mV": float(np.abs(phi).max()), "relative_difference": float(err)}
 
 
-def block_ranks(args, probe, tols):
-    """The per-cell blocks' numerical ranks at each relative tolerance, and lowrank's ratios to dense."""
+def column_placement(cells, radius, seed):
+    """(cells, 6): somata uniform in a cylinder of `radius` um around the shank's axis (z) from 500 to
+    3,300 um, each cell turned by pi/2 about x (an SWC's +y, the apical dendrite, along +z: parallel
+    to the shank) and by a random angle about z."""
+    rng = np.random.default_rng(seed)
+    r, a = radius * np.sqrt(rng.random(cells)), 2 * np.pi * rng.random(cells)
+    return np.column_stack([r * np.cos(a), r * np.sin(a), rng.uniform(500.0, 3300.0, cells),
+                            np.full(cells, np.pi / 2), np.zeros(cells), 2 * np.pi * rng.random(cells)])
+
+
+def block_ranks(args, probe, tols, placement):
+    """The per-cell blocks' numerical ranks at each relative tolerance, and lowrank's ratios to dense.
+    Without a placement the cells of one morphology share one block; with one, the first
+    --ranks-cells cells of each morphology are studied, each standing for cells / studied."""
     sys.path.insert(0, os.path.join(ROOT, "build", "python"))
     import neurosolve as ns
     if os.path.basename(args.morph) == "bundled":
@@ -169,25 +187,32 @@ def block_ranks(args, probe, tols):
         if args.radii and args.radii.startswith("default:") else {}
     E = len(probe)
     rows, N = [], 0
-    for f in files:
+    for fi, f in enumerate(files):
         cell = ns.read_swc(f, **radii).discretize()
-        lfp = ns.Lfp(ns.Simulation([cell], 1, backend="cpu"), [cell], probe)
-        M = np.asarray(lfp.coefficients)
-        s = np.linalg.svd(M, compute_uv=False)
-        n = M.shape[1]
+        n = len(cell)
         N += n * args.cells
-        tail = np.sqrt(np.cumsum((s ** 2)[::-1])[::-1])  # tail[r]: the residual's Frobenius norm at rank r
-        rows.append({"morphology": os.path.basename(f), "compartments": n, "sigma_1": float(s[0]),
-                     "ranks": {t: int(np.sum(s > float(t) * s[0])) for t in tols},
-                     "ranks_frobenius": {t: int(np.sum(tail > float(t) * tail[0])) for t in tols}})
-    out = {"contacts": E, "cells": args.cells * len(files), "compartments": N, "tolerances": {}}
+        studied = 1 if placement is None else min(args.cells, args.ranks_cells or args.cells)
+        for c0 in range(0, studied, 25):  # 25 cells' coefficients at a time
+            k = min(25, studied - c0)
+            pl = None if placement is None else placement[fi * args.cells + c0:fi * args.cells + c0 + k]
+            M = np.asarray(ns.Lfp(ns.Simulation([cell], k, backend="cpu"), [cell], probe, placement=pl).coefficients)
+            for c in range(k):
+                sv = np.linalg.svd(M[:, c * n:(c + 1) * n], compute_uv=False)
+                tail = np.sqrt(np.cumsum((sv ** 2)[::-1])[::-1])  # tail[r]: the residual's Frobenius norm at rank r
+                rows.append({"morphology": os.path.basename(f), "compartments": n, "weight": args.cells / studied,
+                             "ranks": {t: int(np.sum(sv > float(t) * sv[0])) for t in tols},
+                             "ranks_frobenius": {t: int(np.sum(tail > float(t) * tail[0])) for t in tols}})
+    out = {"contacts": E, "cells": args.cells * len(files), "compartments": N, "blocks_studied": len(rows),
+           "tolerances": {}}
+    w = np.array([r["weight"] for r in rows])
     for t in tols:
         for key in ("ranks", "ranks_frobenius"):
-            kept = sum(args.cells * r[key][t] * (E + r["compartments"]) for r in rows)
+            rk = np.array([r[key][t] for r in rows])
+            kept = sum(r["weight"] * r[key][t] * (E + r["compartments"]) for r in rows)
             out["tolerances"]["%s %s" % (key, t)] = {
-                "largest_rank": max(r[key][t] for r in rows), "mean_rank": float(np.mean([r[key][t] for r in rows])),
-                "dense_to_lowrank": E * N / kept}  # flops and floats alike
-    out["blocks"] = rows
+                "largest_rank": int(rk.max()), "median_rank": float(np.median(rk)),
+                "mean_rank": float((w * rk).sum() / w.sum()), "dense_to_lowrank": E * N / kept}  # flops and floats
+    out["blocks"] = rows if placement is None else "%d blocks (not listed)" % len(rows)
     return out
 
 
@@ -208,11 +233,20 @@ def main():
     ap.add_argument("--batch", default=None, help="also each --every with simulate's --lfp-batch at these values")
     ap.add_argument("--split", action="store_true", help="also at twice the tstop: fixed and per-sample costs")
     ap.add_argument("--ranks", default=None, help="only the per-cell blocks' ranks at these relative tolerances")
+    ap.add_argument("--ranks-cells", type=int, default=0, help="--ranks with --column: the cells studied per "
+                    "morphology (0: all)")
+    ap.add_argument("--column", type=float, default=None, help="place the cells in a column of this radius "
+                    "[um] around the shank (simulate's --placement; seeded by --seed)")
+    ap.add_argument("--seed", type=int, default=1, help="--column's seed")
     ap.add_argument("--out", default=None, help="write the JSON here as well")
     args = ap.parse_args()
     probe = read_probe(args.probe)
+    bundled = os.path.basename(args.morph) == "bundled"
+    n_morph = len([f for f in os.listdir(os.path.join(ROOT, "data", "morphologies")) if f.endswith(".swc")]) \
+        if bundled else 1
+    placement = column_placement(args.cells * n_morph, args.column, args.seed) if args.column else None
     if args.ranks:
-        text = json.dumps(block_ranks(args, probe, args.ranks.split(",")), indent=1)
+        text = json.dumps(block_ranks(args, probe, args.ranks.split(","), placement), indent=1)
         print(text)
         if args.out:
             with open(args.out, "w") as f:
@@ -227,6 +261,11 @@ def main():
     res["with_probe"] = {}
     lfp = ["--probe", args.probe, "--lfp-storage", args.storage] + (["--lfp-max-gb", args.max_gb] if args.max_gb else [])
     lfp += ["--lfp-rank-tolerance", args.rank_tolerance] if args.rank_tolerance else []
+    if placement is not None:  # simulate's --placement file (one line per cell)
+        place_file = os.path.join(tempfile.mkdtemp(), "column.placement")
+        np.savetxt(place_file, placement, fmt="%.6f")
+        lfp += ["--placement", place_file]
+        res["column_um"], res["seed"] = args.column, args.seed
     runs = [(k, k, []) for k in args.every.split(",")]
     runs += [("%s@%s" % (k, b), k, ["--lfp-batch", b]) for k in args.every.split(",")
              for b in (args.batch.split(",") if args.batch else [])]
