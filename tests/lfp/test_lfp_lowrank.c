@@ -40,7 +40,7 @@ static double *copy_of(const double *src, int64_t n) {
 
 /* CELLS granule cells placed along the shank (the last one 600 um away from it), in two
  * populations, a clamp on each soma, sampled every EVERY steps over two advances; with
- * other, every third cell (k % 3 == 2) is that cell instead (runs of one size broken). */
+ * other, every third cell (k % 3 == 2) is that cell instead. */
 static void run_cells(const ns_cell_t *cell, const ns_cell_t *other, const ns_lfp_probe *probe, ns_backend backend,
                       ns_lfp_storage storage, int32_t threads, double rank_tolerance, double tolerance, run *o) {
     memset(o, 0, sizeof *o);
@@ -220,9 +220,10 @@ static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
     run_free(&tight);
 }
 
-/* The GPU's lowrank products (the factors uploaded once; per reduction V_k I_k per run of
- * cells, then U_p W_p per population) against the CPU's, and within its bound of dense; two
- * morphologies, so that a population's cells make runs of one and of several cells. */
+/* The GPU's lowrank products (the factors uploaded once; per reduction V_k I_k per group of
+ * cells of one size and padded rank, then U_p W_p per population) against the CPU's, and
+ * within its bound of dense; two morphologies and ranks that vary, so that groups hold one
+ * and several cells. */
 static void test_backend(const ns_cell_t *cell, const ns_cell_t *other, const ns_lfp_probe *probe, ns_backend backend) {
     run c, g, d;
     run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &c);

@@ -25,6 +25,7 @@ extern "C" {
 #define TILE_BYTES ((int64_t)256 << 20) /* a tile of coefficients (TILES) */
 #define MAX_GRID_Y 65535
 #define LFP_U 5.9604644775390625e-8 /* F32: 2^-24, float's unit roundoff */
+#define RANK_PAD 8        /* LOWRANK: the ranks (with the dipole's 3 rows) padded to a multiple of it */
 
 struct lfp_gpu {
     int device;
@@ -67,17 +68,20 @@ struct lfp_gpu {
     float *F;
     double *mmax, *S, *bnd, *rel;
     int64_t chunks;
-    /* LOWRANK (lowrank_upload): the cells in population order, cut into runs of consecutive cells
-     * of one size (n compartments), each run's ranks padded to its largest + 3 (the dipole's rows:
-     * V's last 3 rows the midpoints, U's last 3 columns the identity on the dipole's rows); per
-     * reduction W (wld x rows) = V_k I_k of each run (a strided batch), then partial[pop_slice[p]]
-     * = U_p W_p of each population p (one DGEMM, U: R x wld, column-major), and the bound
-     * bnd (n_el x rows) = Rho (n_el x n_cells) inorm (n_cells x rows, each cell's ||i||_2) */
+    /* LOWRANK (lowrank_upload): the cells sorted by population, size (n compartments) and padded
+     * rank (r_k + 3 rounded up to RANK_PAD: the dipole's 3 rows, V's last 3 rows the midpoints,
+     * U's 3 columns there the identity on the dipole's rows), in groups of equal (population, n,
+     * padded rank); per reduction W (wld x rows) = V_k I_k, one batched DGEMM per group (pointer
+     * arrays pA, pB, pC: each sorted cell's V_k, first column of I and rows of W), then
+     * partial[pop_slice[p]] = U_p W_p per population p (one DGEMM, U: R x wld, column-major), and
+     * the bound bnd (n_el x rows) = Rho (n_el x n_cells) inorm (n_cells x rows, each ||i_k||_2) */
     int lowrank;
     double *LV, *LU, *W, *Rho, *inorm;
-    int64_t wld, n_runs;
-    int64_t *run;          /* host, n_runs x 7: first cell (sorted), cells, n, padded rank, W row, V offset,
-                              first column */
+    const double **pA, **pB;
+    double **pC;
+    int64_t wld, n_groups;
+    int64_t *group;        /* host, n_groups x 4: first cell (sorted), cells, n, padded rank */
+    int64_t *place;        /* host, n_cells x 3: each sorted cell's V offset, first column of I, first W row */
     int64_t *pop_w;        /* host, 2 (n_pop + 1): each population's first W row, then its first slice */
     int64_t *cell_col;     /* device, n_cells x 2: each sorted cell's first column and size */
     ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
@@ -286,14 +290,14 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
                  G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
                  G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept,
                  G->F,    G->mmax,  G->S,           G->bnd,   G->rel,   G->LV,          G->LU,    G->W,
-                 G->Rho,  G->inorm, G->cell_col};
+                 G->Rho,  G->inorm, G->cell_col, G->pA,   G->pB,    G->pC};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     for (int k = 0; k < 4; ++k)
         if (G->ev[k]) cudaEventDestroy(G->ev[k]);
     if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
     ns_cuda_restore_device(caller);
-    free(G->run), free(G->pop_w);
+    free(G->group), free(G->place), free(G->pop_w);
     free(G);
 }
 
@@ -347,98 +351,128 @@ static ns_status columns(lfp_gpu *G, const lfp_gpu_geometry *geo, int64_t *col, 
     return NS_OK;
 }
 
-/* LOWRANK: the runs of a population's consecutive cells of one size (lfp_gpu's comment);
- * order: the cells sorted by population. */
-static void lowrank_runs(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const int64_t *order) {
-    const int32_t *rank = ns_lfp_lowrank_ranks(geo->lowrank);
-    const int64_t *off = geo->cell_offset, K = geo->n_cells;
-    int64_t nr = 0, w = 0, v = 0;
+/* LOWRANK: a cell's sort key (population, size, padded rank, index) */
+typedef struct lr_key {
+    int64_t pop, n, rp, c;
+} lr_key;
+
+static int lr_key_cmp(const void *a, const void *b) {
+    const lr_key *x = (const lr_key *)a, *y = (const lr_key *)b;
+    const int64_t d[4] = {x->pop - y->pop, x->n - y->n, x->rp - y->rp, x->c - y->c};
+    for (int k = 0; k < 4; ++k)
+        if (d[k]) return d[k] < 0 ? -1 : 1;
+    return 0;
+}
+
+/* LOWRANK: the groups, each cell's place (V offset, first column, W row) and the populations'
+ * first W rows, from the cells sorted (key). */
+static void lowrank_groups(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const lr_key *key) {
+    const int64_t K = geo->n_cells;
+    int64_t ng = 0, w = 0, v = 0;
     for (int32_t p = 0; p < G->n_pop; ++p) G->pop_w[p] = -1;
-    for (int64_t i = 0; i < K;) {
-        const int64_t c = order[i], n = off[c + 1] - off[c];
-        const int32_t p = geo->pop ? geo->pop[c] : 0;
-        int64_t j = i + 1, rmax = rank[c];
-        for (; j < K && n > 0; ++j) {
-            const int64_t d = order[j], prev = order[j - 1];
-            if ((geo->pop ? geo->pop[d] : 0) != p || off[d + 1] - off[d] != n || col[off[d]] != col[off[prev]] + n) break;
-            if (rank[d] > rmax) rmax = rank[d];
+    for (int64_t i = 0; i < K; ++i) {
+        const lr_key *k = key + i;
+        if (i == 0 || k->pop != key[i - 1].pop || k->n != key[i - 1].n || k->rp != key[i - 1].rp) {
+            int64_t *g = G->group + 4 * ng++;
+            g[0] = i, g[1] = 0, g[2] = k->n, g[3] = k->rp;
         }
-        int64_t *g = G->run + 7 * nr++;
-        g[0] = i, g[1] = j - i, g[2] = n, g[3] = rmax + 3, g[4] = w, g[5] = v, g[6] = n > 0 ? col[off[c]] : 0;
-        if (G->pop_w[p] < 0) G->pop_w[p] = w;
-        w += (j - i) * g[3], v += (j - i) * g[3] * n;
-        i = j;
+        G->group[4 * (ng - 1) + 1]++;
+        if (G->pop_w[k->pop] < 0) G->pop_w[k->pop] = w;
+        int64_t *pl = G->place + 3 * i;
+        pl[0] = v, pl[1] = k->n > 0 ? col[geo->cell_offset[k->c]] : 0, pl[2] = w;
+        w += k->rp, v += k->rp * k->n;
     }
     G->pop_w[G->n_pop] = w;
     for (int32_t p = G->n_pop - 1; p >= 0; --p)
         if (G->pop_w[p] < 0) G->pop_w[p] = G->pop_w[p + 1];
-    G->n_runs = nr, G->wld = w;
+    G->n_groups = ng, G->wld = w;
 }
 
-/* LOWRANK: the factors in the runs' layout, uploaded once: V column-major (padded rank x n per
- * cell, the midpoints in its last 3 rows), U (R x wld, column-major), Rho (n_el x n_cells). */
+/* LOWRANK: one sorted cell's factors into the host's V (column-major, padded rank x n, the
+ * midpoints in its last 3 rows), U (R x wld, column-major) and Rho (n_el x n_cells). */
+static void lowrank_cell(const lfp_gpu *G, const lfp_gpu_geometry *geo, const lr_key *k, const int64_t *pl, double *hV,
+                         double *hU, double *rho_out) {
+    const int64_t E = G->n_el, R = G->R, n = k->n, rp = k->rp, c = k->c;
+    const int64_t r = ns_lfp_lowrank_ranks(geo->lowrank)[c], o = geo->cell_offset[c];
+    const double *U, *V, *rho;
+    ns_lfp_lowrank_cell(geo->lowrank, c, &U, &V, &rho);
+    double *Vc = hV + pl[0], *Uc = hU + pl[2] * R;
+    for (int64_t j = 0; j < n; ++j) {
+        for (int64_t a = 0; a < r; ++a) Vc[j * rp + a] = V[a * n + j];
+        for (int d = 0; d < 3; ++d) Vc[j * rp + rp - 3 + d] = geo->mid[3 * (o + j) + d];
+    }
+    for (int64_t a = 0; a < r; ++a)
+        for (int64_t e = 0; e < E; ++e) Uc[a * R + e] = U[e * r + a];
+    for (int d = 0; d < 3; ++d) Uc[(rp - 3 + d) * R + E + d] = 1.0;
+    memcpy(rho_out, rho, (size_t)E * sizeof *rho);
+}
+
+/* LOWRANK: the factors in the groups' layout (lfp_gpu's comment), uploaded once. */
 static ns_status lowrank_upload(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const int64_t *pop_slice) {
-    const int64_t K = geo->n_cells, E = G->n_el, R = G->R, *off = geo->cell_offset;
+    const int64_t K = geo->n_cells, E = G->n_el, R = G->R;
     const int32_t *rank = ns_lfp_lowrank_ranks(geo->lowrank);
-    int64_t *order = (int64_t *)malloc((size_t)(K > 0 ? K : 1) * sizeof *order);
+    lr_key *key = (lr_key *)malloc((size_t)(K > 0 ? K : 1) * sizeof *key);
     int64_t *cc = (int64_t *)malloc((size_t)(2 * K + 1) * sizeof *cc);
-    G->run = (int64_t *)malloc((size_t)(7 * K + 1) * sizeof *G->run);
+    G->group = (int64_t *)malloc((size_t)(4 * K + 1) * sizeof *G->group);
+    G->place = (int64_t *)malloc((size_t)(3 * K + 1) * sizeof *G->place);
     G->pop_w = (int64_t *)malloc(2 * ((size_t)G->n_pop + 1) * sizeof *G->pop_w);
     ns_status st = NS_OK;
-    if (!order || !cc || !G->run || !G->pop_w) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank runs");
-    int64_t s = 0;
-    for (int32_t p = 0; st == NS_OK && p < G->n_pop; ++p)
-        for (int64_t c = 0; c < K; ++c)
-            if ((geo->pop ? geo->pop[c] : 0) == p) order[s++] = c;
+    if (!key || !cc || !G->group || !G->place || !G->pop_w) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank groups");
+    for (int64_t c = 0; st == NS_OK && c < K; ++c) {
+        const int64_t rp = (rank[c] + 3 + RANK_PAD - 1) / RANK_PAD * RANK_PAD;
+        key[c] = (lr_key){geo->pop ? geo->pop[c] : 0, geo->cell_offset[c + 1] - geo->cell_offset[c], rp, c};
+    }
     if (st == NS_OK) {
-        lowrank_runs(G, geo, col, order);
+        qsort(key, (size_t)K, sizeof *key, lr_key_cmp);
+        lowrank_groups(G, geo, col, key);
         memcpy(G->pop_w + G->n_pop + 1, pop_slice, ((size_t)G->n_pop + 1) * sizeof *pop_slice);
     }
-    const int64_t nv = st == NS_OK && G->n_runs > 0 ? G->run[7 * (G->n_runs - 1) + 5] + G->run[7 * (G->n_runs - 1) + 1] *
-                                         G->run[7 * (G->n_runs - 1) + 3] * G->run[7 * (G->n_runs - 1) + 2] : 0;
+    const int64_t nv = st == NS_OK && K > 0 ? G->place[3 * (K - 1)] + key[K - 1].rp * key[K - 1].n : 0;
     double *hV = st == NS_OK ? (double *)calloc((size_t)nv + 1, sizeof *hV) : NULL;
     double *hU = st == NS_OK ? (double *)calloc((size_t)(R * G->wld) + 1, sizeof *hU) : NULL;
     double *hRho = (double *)malloc((size_t)(E * K + 1) * sizeof *hRho);
     if (st == NS_OK && (!hV || !hU || !hRho)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank factors (host)");
-    for (int64_t q = 0; st == NS_OK && q < G->n_runs; ++q) {
-        const int64_t *g = G->run + 7 * q, n = g[2], rp = g[3];
-        for (int64_t t = 0; t < g[1]; ++t) {
-            const int64_t c = order[g[0] + t], r = rank[c];
-            const double *U, *V, *rho;
-            ns_lfp_lowrank_cell(geo->lowrank, c, &U, &V, &rho);
-            double *Vc = hV + g[5] + t * rp * n, *Uc = hU + (g[4] + t * rp) * R;
-            for (int64_t j = 0; j < n; ++j) {
-                for (int64_t a = 0; a < r; ++a) Vc[j * rp + a] = V[a * n + j];
-                for (int d = 0; d < 3; ++d) Vc[j * rp + rp - 3 + d] = geo->mid[3 * (off[c] + j) + d];
-            }
-            for (int64_t a = 0; a < r; ++a)
-                for (int64_t e = 0; e < E; ++e) Uc[a * R + e] = U[e * r + a];
-            for (int d = 0; d < 3; ++d) Uc[(rp - 3 + d) * R + E + d] = 1.0;
-            memcpy(hRho + (g[0] + t) * E, rho, (size_t)E * sizeof *rho);
-            cc[2 * (g[0] + t)] = g[6] + t * n, cc[2 * (g[0] + t) + 1] = n;
-        }
+    for (int64_t i = 0; st == NS_OK && i < K; ++i) {
+        lowrank_cell(G, geo, key + i, G->place + 3 * i, hV, hU, hRho + i * E);
+        cc[2 * i] = G->place[3 * i + 1], cc[2 * i + 1] = key[i].n;
     }
     if (st == NS_OK) st = upload(&G->LV, hV, nv);
     if (st == NS_OK) st = upload(&G->LU, hU, R * G->wld);
     if (st == NS_OK) st = upload(&G->Rho, hRho, E * K);
     if (st == NS_OK) st = upload(&G->cell_col, cc, 2 * K);
-    free(order), free(cc), free(hV), free(hU), free(hRho);
+    free(key), free(cc), free(hV), free(hU), free(hRho);
     return st;
 }
 
-/* LOWRANK per reduction: W = V_k I_k per run (a strided batch of its cells), then each
- * population's partial sums U_p W_p into its first slice (the others stay 0). */
+/* LOWRANK, once I and W exist: each sorted cell's pointers for the batched V_k I_k. */
+static ns_status lowrank_pointers(lfp_gpu *G) {
+    const int64_t K = G->n_cells;
+    const double **a = (const double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *a);
+    const double **b = (const double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *b);
+    double **c = (double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *c);
+    ns_status st = NS_OK;
+    if (!a || !b || !c) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank pointers");
+    for (int64_t i = 0; st == NS_OK && i < K; ++i)
+        a[i] = G->LV + G->place[3 * i], b[i] = G->I + G->place[3 * i + 1], c[i] = G->W + G->place[3 * i + 2];
+    if (st == NS_OK) st = upload(&G->pA, a, K);
+    if (st == NS_OK) st = upload(&G->pB, b, K);
+    if (st == NS_OK) st = upload(&G->pC, c, K);
+    free(a), free(b), free(c);
+    return st;
+}
+
+/* LOWRANK per reduction: W = V_k I_k per group (one batched DGEMM), then each population's
+ * partial sums U_p W_p into its first slice (the others stay 0). */
 static ns_status lowrank_products(lfp_gpu *G, int32_t nb) {
     const double one = 1.0, zero = 0.0;
     const int64_t R = G->R;
-    for (int64_t q = 0; q < G->n_runs; ++q) {
-        const int64_t *g = G->run + 7 * q;
+    for (int64_t q = 0; q < G->n_groups; ++q) {
+        const int64_t *g = G->group + 4 * q;
         if (g[2] == 0) continue;
         const ns_status st = blas_status(
-            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)g[3], nb, (int)g[2], &one,
-                                         G->LV + g[5], (int)g[3], g[3] * g[2], G->I + g[6], (int)G->ncp, g[2], &zero,
-                                         G->W + g[4], (int)G->wld, g[3], (int)g[1]),
-            G->blas, "cublasDgemmStridedBatched (lowrank V I)");
+            G->blas->DgemmBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)g[3], nb, (int)g[2], &one, G->pA + g[0],
+                                  (int)g[3], G->pB + g[0], (int)G->ncp, &zero, G->pC + g[0], (int)G->wld, (int)g[1]),
+            G->blas, "cublasDgemmBatched (lowrank V I)");
         if (st != NS_OK) return st;
     }
     for (int32_t p = 0; p < G->n_pop; ++p) {
@@ -601,6 +635,7 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
         if ((st = upload<double>(&G->inorm, NULL, G->n_cells * rows)) != NS_OK) return st;
         if ((st = upload<double>(&G->bnd, NULL, G->n_el * rows)) != NS_OK) return st;
         if ((st = upload<double>(&G->rel, NULL, rows)) != NS_OK) return st;
+        if ((st = lowrank_pointers(G)) != NS_OK) return st;
     }
     return warm(G);
 }
