@@ -3,8 +3,9 @@
 
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
-                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto]
-                         [--max-gb G] [--batch K,...] [--split] [--out FILE]
+                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto] [--rank-tolerance R]
+                         [--max-gb G] [--batch K,...] [--split] [--column R [--seed S]]
+                         [--ranks TOL,... [--ranks-cells K]] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
    probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every (K: steps,
@@ -27,6 +28,20 @@ usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5p
    (its soma moved to the origin, as LFPy.Cell moves it) against LFPy's potentials of the same
    cell at neurosolve's disc points (its Vogel spiral,
    validation/lfp_reference.py's disc_points), relative to the largest potential.
+
+With --column R the cells are placed (simulate's --placement) in a column of radius R um around the
+shank: somata uniform in the cylinder from z = 500 to 3,300 um, each turned by pi/2 about x (an SWC's
++y, the apical dendrite, along the shank) and at random about z (numpy's generator, --seed).
+
+With --ranks (and nothing run): the numerical ranks of the coefficients' per-cell blocks (contacts x
+that cell's compartments, from the Python binding's `Lfp.coefficients` of each morphology on the CPU;
+the cells of `simulate` without --placement all sit at their SWC coordinates, so the cells of one
+morphology share one block; with --column each cell has its own: the first --ranks-cells of each
+morphology are studied and stand for all), by numpy's SVD: r_k = the singular values above TOL times the block's
+largest ("ranks"), and the least rank whose residual's Frobenius norm is at most TOL times the block's
+("ranks_frobenius": `--lfp-rank-tolerance`'s criterion, which the pivoted QR meets at a rank at least
+this), for each TOL; the flops of a sample 2 sum_k r_k (E + n_k) and the floats kept sum_k r_k (E + n_k)
+against dense's 2 E N and E N (`--lfp-storage lowrank`, docs/extracellular.md, "Memory").
 
 Prints one JSON object: the versions, each run's times, the ratios and the agreement.
 """
@@ -58,7 +73,7 @@ def simulate(cli, args, extra, tstop=None):
     out = json.loads(r.stdout)
     r = {"command": " ".join(cmd), "wall_s": out["wall_s"], "total_s": total,
          "compartments": out["compartments"], "steps": out["steps"]}
-    for key in ("lfp_storage", "lfp_timing"):
+    for key in ("lfp_storage", "lfp_timing", "lfp_error_bound", "lfp_rank_sum", "lfp_rank_max"):
         if key in out:
             r[key] = out[key]
     return r
@@ -147,6 +162,60 @@ def agreement(args, probe, tmp):
     return {"samples": int(m), "largest_mV": float(np.abs(phi).max()), "relative_difference": float(err)}
 
 
+def column_placement(cells, radius, seed):
+    """(cells, 6): somata uniform in a cylinder of `radius` um around the shank's axis (z) from 500 to
+    3,300 um, each cell turned by pi/2 about x (an SWC's +y, the apical dendrite, along +z: parallel
+    to the shank) and by a random angle about z."""
+    rng = np.random.default_rng(seed)
+    r, a = radius * np.sqrt(rng.random(cells)), 2 * np.pi * rng.random(cells)
+    return np.column_stack([r * np.cos(a), r * np.sin(a), rng.uniform(500.0, 3300.0, cells),
+                            np.full(cells, np.pi / 2), np.zeros(cells), 2 * np.pi * rng.random(cells)])
+
+
+def block_ranks(args, probe, tols, placement):
+    """The per-cell blocks' numerical ranks at each relative tolerance, and lowrank's ratios to dense.
+    Without a placement the cells of one morphology share one block; with one, the first
+    --ranks-cells cells of each morphology are studied, each standing for cells / studied."""
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+    import neurosolve as ns
+    if os.path.basename(args.morph) == "bundled":
+        d = os.path.join(ROOT, "data", "morphologies")
+        files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".swc"))
+    else:
+        files = [args.morph]
+    radii = {"radii": "default", "default_radius": float(args.radii.split(":")[1])} \
+        if args.radii and args.radii.startswith("default:") else {}
+    E = len(probe)
+    rows, N = [], 0
+    for fi, f in enumerate(files):
+        cell = ns.read_swc(f, **radii).discretize()
+        n = len(cell)
+        N += n * args.cells
+        studied = 1 if placement is None else min(args.cells, args.ranks_cells or args.cells)
+        for c0 in range(0, studied, 25):  # 25 cells' coefficients at a time
+            k = min(25, studied - c0)
+            pl = None if placement is None else placement[fi * args.cells + c0:fi * args.cells + c0 + k]
+            M = np.asarray(ns.Lfp(ns.Simulation([cell], k, backend="cpu"), [cell], probe, placement=pl).coefficients)
+            for c in range(k):
+                sv = np.linalg.svd(M[:, c * n:(c + 1) * n], compute_uv=False)
+                tail = np.sqrt(np.cumsum((sv ** 2)[::-1])[::-1])  # tail[r]: the residual's Frobenius norm at rank r
+                rows.append({"morphology": os.path.basename(f), "compartments": n, "weight": args.cells / studied,
+                             "ranks": {t: int(np.sum(sv > float(t) * sv[0])) for t in tols},
+                             "ranks_frobenius": {t: int(np.sum(tail > float(t) * tail[0])) for t in tols}})
+    out = {"contacts": E, "cells": args.cells * len(files), "compartments": N, "blocks_studied": len(rows),
+           "tolerances": {}}
+    w = np.array([r["weight"] for r in rows])
+    for t in tols:
+        for key in ("ranks", "ranks_frobenius"):
+            rk = np.array([r[key][t] for r in rows])
+            kept = sum(r["weight"] * r[key][t] * (E + r["compartments"]) for r in rows)
+            out["tolerances"]["%s %s" % (key, t)] = {
+                "largest_rank": int(rk.max()), "median_rank": float(np.median(rk)),
+                "mean_rank": float((w * rk).sum() / w.sum()), "dense_to_lowrank": E * N / kept}  # flops and floats
+    out["blocks"] = rows if placement is None else "%d blocks (not listed)" % len(rows)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "neurosolve"))
@@ -157,14 +226,32 @@ def main():
     ap.add_argument("--every", default="1,10")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--lfpy-cells", type=int, default=4)
-    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles)")
+    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles, f32, lowrank)")
+    ap.add_argument("--rank-tolerance", default=None, help="simulate's --lfp-rank-tolerance (lowrank)")
     ap.add_argument("--max-gb", default=None, help="simulate's --lfp-max-gb")
     ap.add_argument("--radii", default=None, help="simulate's --radii (default:R for `bundled`)")
     ap.add_argument("--batch", default=None, help="also each --every with simulate's --lfp-batch at these values")
     ap.add_argument("--split", action="store_true", help="also at twice the tstop: fixed and per-sample costs")
+    ap.add_argument("--ranks", default=None, help="only the per-cell blocks' ranks at these relative tolerances")
+    ap.add_argument("--ranks-cells", type=int, default=0, help="--ranks with --column: the cells studied per "
+                    "morphology (0: all)")
+    ap.add_argument("--column", type=float, default=None, help="place the cells in a column of this radius "
+                    "[um] around the shank (simulate's --placement; seeded by --seed)")
+    ap.add_argument("--seed", type=int, default=1, help="--column's seed")
     ap.add_argument("--out", default=None, help="write the JSON here as well")
     args = ap.parse_args()
     probe = read_probe(args.probe)
+    bundled = os.path.basename(args.morph) == "bundled"
+    n_morph = len([f for f in os.listdir(os.path.join(ROOT, "data", "morphologies")) if f.endswith(".swc")]) \
+        if bundled else 1
+    placement = column_placement(args.cells * n_morph, args.column, args.seed) if args.column else None
+    if args.ranks:
+        text = json.dumps(block_ranks(args, probe, args.ranks.split(","), placement), indent=1)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text + "\n")
+        return
     base = ["--cells", str(args.cells), "--backend", args.backend] + (["--radii", args.radii] if args.radii else [])
     res = {"morphology": os.path.basename(args.morph), "cells": args.cells, "contacts": len(probe),
            "tstop_ms": args.tstop, "backend": args.backend}
@@ -173,6 +260,12 @@ def main():
         res["without_probe_2x"] = simulate(args.cli, args, base, 2 * args.tstop)
     res["with_probe"] = {}
     lfp = ["--probe", args.probe, "--lfp-storage", args.storage] + (["--lfp-max-gb", args.max_gb] if args.max_gb else [])
+    lfp += ["--lfp-rank-tolerance", args.rank_tolerance] if args.rank_tolerance else []
+    if placement is not None:  # simulate's --placement file (one line per cell)
+        place_file = os.path.join(tempfile.mkdtemp(), "column.placement")
+        np.savetxt(place_file, placement, fmt="%.6f")
+        lfp += ["--placement", place_file]
+        res["column_um"], res["seed"] = args.column, args.seed
     runs = [(k, k, []) for k in args.every.split(",")]
     runs += [("%s@%s" % (k, b), k, ["--lfp-batch", b]) for k in args.every.split(",")
              for b in (args.batch.split(",") if args.batch else [])]

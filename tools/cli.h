@@ -174,7 +174,7 @@ typedef struct cli_lfp {
     long long every_steps;
     double every_ms;
     ns_lfp_method method;
-    double sigma, max_gb, tolerance;
+    double sigma, max_gb, tolerance, rank_tolerance;
     long long batch; /* --lfp-batch: samples per reduction on the GPU (0: ns_lfp_batch_rows's rule) */
     ns_lfp_storage storage;
     ns_lfp_probe contacts;

@@ -19,14 +19,18 @@ const char *cli_lfp_help =
     "  --sigma S              extracellular conductivity [S/m] (default 0.3)\n"
     "  --lfp-max-gb G         refuse dense coefficients above G GB (default 4; 8 bytes per contact\n"
     "                         and compartment, docs/extracellular.md)\n"
-    "  --lfp-storage auto|dense|tiles|f32\n"
+    "  --lfp-storage auto|dense|tiles|f32|lowrank\n"
     "                         --backend cuda: the coefficients kept dense or computed again in\n"
     "                         tiles on the GPU at each reduction (default auto: dense while they\n"
     "                         fit --lfp-max-gb and half the GPU's free memory); f32: rounded to\n"
     "                         float (half the memory of dense), each sample's error bound checked\n"
-    "                         against --lfp-tolerance\n"
-    "  --lfp-tolerance R      f32: the error bound allowed, relative to each sample's largest\n"
-    "                         potential (default 1e-6)\n"
+    "                         against --lfp-tolerance; lowrank (CPU or GPU): each cell's\n"
+    "                         coefficients as a product of rank r (pivoted QR stopped at\n"
+    "                         --lfp-rank-tolerance), each sample's error bound checked likewise\n"
+    "  --lfp-tolerance R      f32, lowrank: the error bound allowed, relative to each sample's\n"
+    "                         largest potential (default 1e-6)\n"
+    "  --lfp-rank-tolerance R lowrank: each cell's residual relative to its coefficients\n"
+    "                         (Frobenius norms; default 1e-10)\n"
     "  --lfp-batch K          --backend cuda: samples buffered per reduction (default: the least of\n"
     "                         256, one launch's samples and a quarter of the free GPU memory)\n"
     "  --placement FILE       one line per cell: x y z [um] rx ry rz [rad]: the cell rotated about\n"
@@ -72,10 +76,14 @@ int cli_lfp_option(const char *cmd, const char *a, const char *val, cli_lfp *l) 
         else if (strcmp(val, "dense") == 0) l->storage = NS_LFP_STORAGE_DENSE;
         else if (strcmp(val, "tiles") == 0) l->storage = NS_LFP_STORAGE_TILES;
         else if (strcmp(val, "f32") == 0) l->storage = NS_LFP_STORAGE_F32;
-        else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense, tiles or f32", val), -1;
+        else if (strcmp(val, "lowrank") == 0) l->storage = NS_LFP_STORAGE_LOWRANK;
+        else return cli_usage_error(cmd, "--lfp-storage %s: expected auto, dense, tiles, f32 or lowrank", val), -1;
     } else if (strcmp(a, "--lfp-tolerance") == 0) {
         if (!in_open_range(val, 0.0, 1.0, &l->tolerance))
             return cli_usage_error(cmd, "--lfp-tolerance %s: a relative bound in (0, 1)", val), -1;
+    } else if (strcmp(a, "--lfp-rank-tolerance") == 0) {
+        if (!in_open_range(val, 0.0, 1.0, &l->rank_tolerance))
+            return cli_usage_error(cmd, "--lfp-rank-tolerance %s: a relative residual in (0, 1)", val), -1;
     } else if (strcmp(a, "--lfp-batch") == 0) {
         int64_t k = 0;
         if (ns_integer_parse(val, 1, 1000000, &k) != NS_OK)
@@ -138,6 +146,7 @@ int cli_lfp_attach(cli_lfp *l, ns_sim_t *sim, int32_t n_shapes, const ns_cell_t 
     o.population = pop;
     o.storage = l->storage;
     o.tolerance = l->tolerance;
+    o.rank_tolerance = l->rank_tolerance;
     o.batch = l->batch;
     if (l->max_gb > 0.0) o.max_bytes = (int64_t)(l->max_gb * 1e9);
     if (l->every_ms > 0.0) {

@@ -358,9 +358,18 @@ static int summarise(const sim_run *r, sim_summary *s) {
 }
 
 /* Where the probe's time went (ns_lfp_timing) and its storage. */
-static void print_lfp_json(cli_json *j, const ns_lfp_t *lfp) {
+static void print_lfp_json(cli_json *j, const ns_lfp_t *lfp, int64_t n_cells) {
     json_string(j, "lfp_storage", ns_lfp_storage_name(ns_lfp_storage_used(lfp)));
-    if (ns_lfp_storage_used(lfp) == NS_LFP_STORAGE_F32) json_double(j, "lfp_error_bound", ns_lfp_error_bound(lfp));
+    const ns_lfp_storage st = ns_lfp_storage_used(lfp);
+    if (st == NS_LFP_STORAGE_F32 || st == NS_LFP_STORAGE_LOWRANK)
+        json_double(j, "lfp_error_bound", ns_lfp_error_bound(lfp));
+    const int32_t *ranks = ns_lfp_ranks(lfp);
+    if (ranks) { /* lowrank: the factors' ranks */
+        int64_t sum = 0, top = 0;
+        for (int64_t c = 0; c < n_cells; ++c) sum += ranks[c], top = ranks[c] > top ? ranks[c] : top;
+        json_int(j, "lfp_rank_sum", sum);
+        json_int(j, "lfp_rank_max", top);
+    }
     ns_lfp_timing lt;
     if (ns_lfp_timing_of(lfp, &lt) != NS_OK) return;
     json_object_begin(j, "lfp_timing");
@@ -396,7 +405,7 @@ static void print_json(const sim_run *r, const sim_summary *s) {
     json_double(&j, "steps_per_s", s->sps);
     json_double(&j, "compartment_steps_per_s", s->sps * (double)s->comps);
     json_int(&j, "spikes", s->total_spikes);
-    if (r->a.lfp.lfp) print_lfp_json(&j, r->a.lfp.lfp);
+    if (r->a.lfp.lfp) print_lfp_json(&j, r->a.lfp.lfp, ns_sim_cells(sim));
     if (r->net) {
         json_int(&j, "synapses", ns_sim_synapses(sim));
         json_int(&j, "sources", ns_sim_sources(sim));

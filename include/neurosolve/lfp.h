@@ -119,12 +119,20 @@ typedef enum ns_lfp_storage {
     NS_LFP_STORAGE_TILES = 2, /* none kept: computed again from the placed segments on the GPU, a tile of
                                  compartments at a time, at every reduction (CUDA only; no host copy:
                                  ns_lfp_coefficients is NULL) */
-    NS_LFP_STORAGE_F32 = 3    /* the electrodes' coefficients rounded to float (4 bytes each; the dipole's
+    NS_LFP_STORAGE_F32 = 3,   /* the electrodes' coefficients rounded to float (4 bytes each; the dipole's
                                  rows stay double), the products and sums in double: on the GPU computed
                                  once in tiles, kept as float and widened a tile at a time at each
                                  reduction (no host copy); on the CPU the rounded values kept as doubles
                                  (the same numbers). Never chosen by AUTO: every sample's error bound
                                  (ns_lfp_error_bound) is checked against ns_lfp_options.tolerance */
+    NS_LFP_STORAGE_LOWRANK = 4 /* each cell's block (electrodes x its compartments) as U_k V_k of rank r_k
+                                  (Householder QR with column pivoting, stopped where the residual's
+                                  Frobenius norm is ns_lfp_options.rank_tolerance of the block's);
+                                  8 r_k (E + n_k) bytes per cell (no dense copy: ns_lfp_coefficients is
+                                  NULL; ns_lfp_ranks; on the GPU the factors, uploaded once, are applied
+                                  as V_k I_k then U W per reduction). Never chosen by AUTO: every
+                                  sample's bound max_e sum_k ||(B_k - U_k V_k)_e||_2 ||i_k||_2 is checked
+                                  against ns_lfp_options.tolerance (ns_lfp_error_bound) */
 } ns_lfp_storage;
 
 NS_API const char *ns_lfp_storage_name(ns_lfp_storage storage);
@@ -168,6 +176,8 @@ typedef struct ns_lfp_options {
                               |potential| (0: 1e-6); a sample above it fails the advance */
     int device_results;    /* CUDA: also keep every sample's potentials and dipole on the GPU
                               (ns_lfp_device_results; 8 (electrodes + 3) bytes per sample) */
+    double rank_tolerance; /* LOWRANK: each block's residual Frobenius norm relative to the block's
+                              (0: 1e-10) */
 } ns_lfp_options;
 
 NS_API void ns_lfp_options_init(ns_lfp_options *options);
@@ -198,7 +208,9 @@ NS_API const double *ns_lfp_population_potentials(const ns_lfp_t *lfp);
 NS_API const double *ns_lfp_dipole(const ns_lfp_t *lfp);
 /* samples x cells x 3 (NULL unless per_cell_dipoles) */
 NS_API const double *ns_lfp_cell_dipoles(const ns_lfp_t *lfp);
-/* The storage the probe uses (DENSE or TILES). */
+/* LOWRANK: each cell's rank r_k (n_cells; NULL for the other storages). */
+NS_API const int32_t *ns_lfp_ranks(const ns_lfp_t *lfp);
+/* The storage the probe uses (DENSE, TILES, F32 or LOWRANK). */
 NS_API ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *lfp);
 /* electrodes x compartments [mV/nA], compartments in ns_sim_cell_offset's
  * order (NULL with TILES) */
@@ -216,11 +228,12 @@ NS_API const double *ns_lfp_membrane_currents(const ns_lfp_t *lfp);
  * CPU simulation or without device_results. */
 NS_API ns_status ns_lfp_device_results(const ns_lfp_t *lfp, const double **data, int64_t *stride, int32_t *device);
 
-/* F32 storage: the largest over the samples so far of the bound on the
+/* F32 and LOWRANK storages: the largest over the samples so far of the bound on the
  * potentials' error from the rounded coefficients, relative to the sample's
  * largest |potential|: u / (1 - u) sum_c max_{j in c} |M_ej| sum_{j in c}
  * |i_j| (u = 2^-24; per electrode e, over the cells c and their
- * compartments j) bounds |sum_j (fl(M_ej) - M_ej) i_j|. 0 for the exact
+ * compartments j) bounds |sum_j (fl(M_ej) - M_ej) i_j|; LOWRANK's (the
+ * storage's comment) bounds |sum_k (B_k - U_k V_k)_e i_k|. 0 for the exact
  * storages (DENSE, TILES). */
 NS_API double ns_lfp_error_bound(const ns_lfp_t *lfp);
 

@@ -111,7 +111,8 @@ static void bind_lfp_class(nb::module_ &m) {
         .def("__init__", [](Lfp *self, nb::handle simulation, nb::handle cells, nb::handle contacts,
                             const std::string &method, double sigma, int64_t every, nb::handle placement,
                             bool per_cell_dipoles, int32_t threads, nb::handle population, int64_t batch,
-                            const std::string &storage, bool device_results, double tolerance) {
+                            const std::string &storage, bool device_results, double tolerance,
+                            double rank_tolerance) {
             Simulation &s = nb::cast<Simulation &>(simulation);
             std::vector<const ns_cell_t *> sh;
             for (nb::handle h : cells) {
@@ -138,11 +139,14 @@ static void bind_lfp_class(nb::module_ &m) {
             o.batch = batch;
             o.device_results = device_results;
             o.tolerance = tolerance;
+            o.rank_tolerance = rank_tolerance;
             if (storage == "auto") o.storage = NS_LFP_STORAGE_AUTO;
             else if (storage == "dense") o.storage = NS_LFP_STORAGE_DENSE;
             else if (storage == "tiles") o.storage = NS_LFP_STORAGE_TILES;
             else if (storage == "f32") o.storage = NS_LFP_STORAGE_F32;
-            else fail(NS_ERR_INVALID_ARGUMENT, "Lfp: storage '" + storage + "': expected auto, dense, tiles or f32");
+            else if (storage == "lowrank") o.storage = NS_LFP_STORAGE_LOWRANK;
+            else fail(NS_ERR_INVALID_ARGUMENT,
+                      "Lfp: storage '" + storage + "': expected auto, dense, tiles, f32 or lowrank");
             std::vector<int32_t> pop;
             if (!population.is_none()) {
                 for (nb::handle h : population) pop.push_back(nb::cast<int32_t>(h));
@@ -164,10 +168,16 @@ static void bind_lfp_class(nb::module_ &m) {
             self->sim = nb::borrow(simulation);
         }, "simulation"_a, "cells"_a, "contacts"_a, "method"_a = "linesource", "sigma"_a = 0.3, "every"_a = 1,
            "placement"_a = nb::none(), "per_cell_dipoles"_a = false, "threads"_a = 0, "population"_a = nb::none(),
-           "batch"_a = 0, "storage"_a = "auto", "device_results"_a = false, "tolerance"_a = 0.0)
+           "batch"_a = 0, "storage"_a = "auto", "device_results"_a = false, "tolerance"_a = 0.0,
+           "rank_tolerance"_a = 0.0)
         .def_prop_ro("error_bound", [](const Lfp &l) { return ns_lfp_error_bound(l.l); },
-                     "storage 'f32': the largest error bound of the samples so far, relative to each sample's "
-                     "largest potential (0 for the exact storages)")
+                     "storages 'f32' and 'lowrank': the largest error bound of the samples so far, relative to "
+                     "each sample's largest potential (0 for the exact storages)")
+        .def_prop_ro("ranks", [](const Lfp &l) -> nb::object {
+            const int32_t *r = ns_lfp_ranks(l.l);
+            if (!r) return nb::none();
+            return to_numpy<int32_t>(r, {(size_t)ns_sim_cells(nb::cast<Simulation &>(l.sim).s)});
+        }, "storage 'lowrank': each cell's rank (None for the other storages)")
         .def("device_results", [](nb::handle self) {
             const Lfp &l = nb::cast<const Lfp &>(self);
             const double *p = nullptr;
@@ -215,9 +225,10 @@ static void bind_lfp_class(nb::module_ &m) {
             const double *M = ns_lfp_coefficients(l.l);
             if (!M) return nb::none();
             return to_numpy(M, {(size_t)ns_lfp_electrodes(l.l), (size_t)ns_sim_compartments(s.s)});
-        }, "(electrodes, compartments) [mV/nA], or None where they are computed in tiles on the GPU")
+        }, "(electrodes, compartments) [mV/nA], or None where none are kept dense (tiles, lowrank)")
         .def_prop_ro("storage", [](const Lfp &l) { return std::string(ns_lfp_storage_name(ns_lfp_storage_used(l.l))); },
-                     "where the coefficients live: 'dense' or 'tiles' (a CUDA simulation's, computed per reduction)")
+                     "where the coefficients live: 'dense', 'tiles' (a CUDA simulation's, computed per reduction), "
+                     "'f32' or 'lowrank'")
         .def_prop_ro("membrane_currents", [](const Lfp &l) {
             Simulation &s = nb::cast<Simulation &>(l.sim);
             return to_numpy(ns_lfp_membrane_currents(l.l), {(size_t)ns_sim_compartments(s.s)});

@@ -135,21 +135,48 @@ def test_device_results_need_cuda():
         lfp.device_results()
 
 
+def three_cells(cell, shank, place, storages, **kw):
+    """Three placed cells, a clamp on each soma, sampled every 4 steps with each storage."""
+    out = []
+    for storage in storages:
+        sim = ns.Simulation([cell], 3, backend="cpu", threads=1)
+        for c in range(3):
+            sim.add_iclamp(c, cell.locate("soma"), 0.2 * c, 8.0, 1.0)
+        lfp = ns.Lfp(sim, [cell], shank, every=4, placement=place, storage=storage, **kw)
+        sim.advance(200)
+        out.append(lfp)
+    return out
+
+
 def test_f32_storage_bound():
     # the coefficients rounded to float: within each sample's bound of the exact potentials
     cell = ns.read_swc(os.path.join(MORPH, "dg_granule_1220882a.swc")).discretize()
     shank = ns.probe_line([0, 0, -200], [0, 0, 400], 7)
     place = np.array([[0, 30, 0, 0, 0, 0], [0, -30, 100, 0, 0, 1.0], [30, 0, 200, 0, 0, 2.0]])
-    out = []
-    for storage in ("dense", "f32"):
-        sim = ns.Simulation([cell], 3, backend="cpu", threads=1)
-        for c in range(3):
-            sim.add_iclamp(c, cell.locate("soma"), 0.2 * c, 8.0, 1.0)
-        lfp = ns.Lfp(sim, [cell], shank, every=4, placement=place, storage=storage)
-        sim.advance(200)
-        out.append(lfp)
-    exact, f32 = out
+    exact, f32 = three_cells(cell, shank, place, ("dense", "f32"))
     assert f32.storage == "f32" and exact.error_bound == 0.0 and 0.0 < f32.error_bound <= 1e-6
     big = np.abs(exact.potentials).max(axis=1)
     assert (np.abs(f32.potentials - exact.potentials).max(axis=1) <= f32.error_bound * big).all()
     assert np.abs(f32.potentials - exact.potentials).max() > 0
+
+
+def test_lowrank_storage_against_svd():
+    # each cell's block as a truncated pivoted QR: its rank against numpy's SVD of the dense block (no
+    # rank meets the Frobenius tolerance below the SVD's), the potentials within each sample's bound
+    cell = ns.read_swc(os.path.join(MORPH, "dg_granule_1220882a.swc")).discretize()
+    shank = ns.probe_line([0, 0, -200], [0, 0, 800], 80)
+    place = np.array([[0, 30, 0, 0, 0, 0], [0, -30, 300, 0, 0, 1.0], [400, 0, 600, 0, 0, 2.0]])
+    exact, lr = three_cells(cell, shank, place, ("dense", "lowrank"), rank_tolerance=1e-8)
+    assert lr.storage == "lowrank" and lr.coefficients is None and exact.ranks is None
+    n = len(cell)
+    for c in range(3):
+        s = np.linalg.svd(exact.coefficients[:, c * n:(c + 1) * n], compute_uv=False)
+        tail = np.sqrt(np.cumsum((s ** 2)[::-1])[::-1])  # tail[r]: the best residual of rank r
+        least = int(np.sum(tail > 1e-8 * tail[0]))
+        assert least <= lr.ranks[c] <= least + 3, (c, least, lr.ranks)
+    assert lr.ranks[2] < lr.ranks[0]  # the cell 400 um from the shank
+    big = np.abs(exact.potentials).max(axis=1)
+    diff = np.abs(lr.potentials - exact.potentials).max(axis=1)
+    assert 0.0 < lr.error_bound <= 1e-6 and (diff <= lr.error_bound * big).all() and diff.max() > 0
+    with pytest.raises(ns.Error, match="rank tolerance"):
+        ns.Lfp(ns.Simulation([cell], 1, backend="cpu"), [cell], shank, storage="lowrank", rank_tolerance=2.0)

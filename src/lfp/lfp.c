@@ -54,13 +54,14 @@ struct ns_lfp {
     double *cabs;     /* F32 (CPU): chunks x NS_LFP_BLOCK, each chunk's sum of |i| per buffered sample */
     double bound;     /* F32: ns_lfp_error_bound */
     int64_t pend_k0;  /* GPU: the first sample of the submitted reduction (ns_lfp_gpu_pending) */
+    lfp_lowrank *lr;  /* LOWRANK: each cell's factors (lowrank.c) */
 };
 
 #define LFP_U 5.9604644775390625e-8 /* 2^-24: float's unit roundoff */
 
-static const char *const STORAGE[4] = {"auto", "dense", "tiles", "f32"};
+static const char *const STORAGE[5] = {"auto", "dense", "tiles", "f32", "lowrank"};
 
-const char *ns_lfp_storage_name(ns_lfp_storage s) { return (unsigned)s < 4 ? STORAGE[s] : "?"; }
+const char *ns_lfp_storage_name(ns_lfp_storage s) { return (unsigned)s < 5 ? STORAGE[s] : "?"; }
 
 ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartments, int64_t free_bytes, int64_t max_bytes) {
     const int64_t bytes = ns_lfp_coefficient_bytes(electrodes, compartments);
@@ -150,13 +151,15 @@ static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
                                       L->o.per_cell_dipoles, L->o.batch, L->o.every,
                                       tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
                                       L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
-                                      L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32};
+                                      L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32,
+                                      L->lr};
         if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
         if (st == NS_OK) {
             sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
             sim->snap_rows = L->rows;
             sim->snap_stride = stride;
-            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3 + f32) * sizeof *L->tot); /* F32: rel after */
+            const int rel = f32 || L->lr; /* F32, LOWRANK: each sample's bound after the rows */
+            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3 + rel) * sizeof *L->tot);
             L->tmid = malloc((size_t)L->rows * sizeof *L->tmid);
             L->stims = malloc((size_t)(sim->n_stims > 0 ? sim->n_stims : 1) * sizeof *L->stims);
             if (!L->tot || !L->tmid || !L->stims) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples", (long long)L->rows);
@@ -186,6 +189,7 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     free(L->tot); free(L->tmid); free(L->stims);
     free(L->seg); free(L->point); free(L->pts); free(L->pt_begin);
     free(L->mmax); free(L->cabs);
+    ns_lfp_lowrank_free(L->lr);
     ns_lfp_gpu_destroy(L->gpu);
     free(L);
 }
@@ -232,7 +236,7 @@ static ns_status check_options(const ns_sim_t *sim, const ns_lfp_probe *probe, c
     const int64_t max_bytes = o.max_bytes > 0 ? o.max_bytes : (int64_t)4 << 30;
     const int64_t bytes = ns_lfp_coefficient_bytes(probe->n, sim->n_comp);
     ns_lfp_storage storage = o.storage;
-    if ((unsigned)storage > NS_LFP_STORAGE_F32)
+    if ((unsigned)storage > NS_LFP_STORAGE_LOWRANK)
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_create: storage %d", (int)storage);
     if (sim->device < 0 && o.device_results)
         return ns_fail(NS_ERR_UNSUPPORTED, "LFP: device results need a CUDA simulation (a CPU one's are on the host)");
@@ -259,6 +263,8 @@ static ns_status check_options(const ns_sim_t *sim, const ns_lfp_probe *probe, c
                        (double)max_bytes * 1e-9);
     if (!(o.tolerance >= 0.0) || !isfinite(o.tolerance))
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: tolerance %g (>= 0; 0: 1e-6)", o.tolerance);
+    if (!(o.rank_tolerance >= 0.0 && o.rank_tolerance < 1.0))
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP: rank tolerance %g (in [0, 1); 0: 1e-10)", o.rank_tolerance);
     *n_pop_out = n_pop;
     *storage_out = storage;
     return NS_OK;
@@ -273,7 +279,7 @@ static int alloc_tables(ns_lfp_t *L, const ns_lfp_options *o, int tiles) {
         L->seg = malloc(7 * nc * sizeof *L->seg);
         L->point = malloc(nc ? nc : 1);
         L->pt_begin = malloc(((size_t)L->n_el + 1) * sizeof *L->pt_begin);
-    } else {
+    } else if (!L->lr) {
         L->M = malloc((size_t)L->n_el * nc * sizeof *L->M);
     }
     L->mid = malloc(3 * nc * sizeof *L->mid);
@@ -290,7 +296,7 @@ static int alloc_tables(ns_lfp_t *L, const ns_lfp_options *o, int tiles) {
         L->accp_threads = threads_of(L, INT64_MAX);
         L->accp = malloc((size_t)L->accp_threads * (size_t)L->n_pop * NS_LFP_BLOCK * sizeof *L->accp);
     }
-    return !((!tiles && !L->M) || (tiles && (!L->seg || !L->point || !L->pt_begin)) || !L->mid || !L->g ||
+    return !((!tiles && !L->lr && !L->M) || (tiles && (!L->seg || !L->point || !L->pt_begin)) || !L->mid || !L->g ||
              !L->parent || !L->membrane || !L->v || !L->imem || !L->ibuf || !L->pcell ||
              (o->population && (!L->pop || !L->accp)));
 }
@@ -330,7 +336,8 @@ static int place_cell(ns_lfp_t *L, const ns_sim_t *sim, const ns_cell_t *const *
     const double *seg = ns_cell_segments(cell), *area = ns_cell_area(cell), *d = ns_cell_diam(cell);
     const double *g = ns_cell_axial_conductance(cell);
     const int32_t *par = ns_tree_parent(ns_cell_tree(cell));
-    double *buf = malloc((size_t)n * 8 * sizeof *buf);
+    /* LOWRANK: the cell's block (electrodes x n) as well, factored here */
+    double *buf = malloc((size_t)n * (size_t)(8 + (L->lr ? probe->n : 0)) * sizeof *buf);
     if (!buf) return 1;
     double *start = buf, *end = buf + 3 * n, *row = buf + 6 * n, *diam = buf + 7 * n;
     double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, o3[3] = {0, 0, 0}, t3[3] = {0, 0, 0};
@@ -367,15 +374,17 @@ static int place_cell(ns_lfp_t *L, const ns_sim_t *sim, const ns_cell_t *const *
         return 0;
     }
     const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
+    double *block = buf + 8 * n;
     for (int64_t k = 0; k < probe->n; ++k) {
         ns_lfp_row(&sg, &probe->contacts[k], pts + 3 * np * k, o->method, o->sigma, row);
-        double *dst = L->M + k * L->n_comp + off;
+        double *dst = L->lr ? block + k * n : L->M + k * L->n_comp + off;
         for (int32_t i = 0; i < n; ++i) dst[i] = L->membrane[off + i] ? row[i] : 0.0;
         if (L->mmax) /* F32 on the CPU: the rounded values */
             for (int32_t i = 0; i < n; ++i) dst[i] = (double)(float)dst[i];
     }
+    const int bad = L->lr && ns_lfp_lowrank_factor(L->lr, c, block, n, o->rank_tolerance);
     free(buf);
-    return 0;
+    return bad;
 }
 
 /* F32 on the CPU: each chunk's largest |M| for the bound (chunks straddle cells). */
@@ -386,6 +395,20 @@ static void chunk_maxima(ns_lfp_t *L) {
             double *m = &L->mmax[k * chunks + j / NS_LFP_CHUNK];
             *m = fmax(*m, fabs(L->M[k * n + j]) / (1.0 - LFP_U));
         }
+}
+
+/* LOWRANK: the products' scratch, and the factors within max_bytes. */
+static ns_status lowrank_finish(ns_lfp_t *L, const ns_sim_t *sim, const ns_lfp_options *o) {
+    int64_t kept = ns_lfp_lowrank_finish(L->lr, sim->cell_offset);
+    if (kept < 0) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the lowrank products' scratch");
+    kept += 24 * L->n_comp;
+    const int64_t max_bytes = o->max_bytes > 0 ? o->max_bytes : (int64_t)4 << 30;
+    if (kept > max_bytes)
+        return ns_fail(NS_ERR_SIZE,
+                       "LFP: lowrank coefficients of %lld electrodes x %lld compartments take %.3g GB, above the limit "
+                       "of %.3g GB (ns_lfp_options.max_bytes)",
+                       (long long)L->n_el, (long long)L->n_comp, (double)kept * 1e-9, (double)max_bytes * 1e-9);
+    return NS_OK;
 }
 
 ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const *shapes, const ns_lfp_probe *probe,
@@ -428,6 +451,11 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         }
     }
     L->sim = sim; /* its thread count; attached below */
+    if (storage == NS_LFP_STORAGE_LOWRANK &&
+        !(L->lr = ns_lfp_lowrank_new(L->n_el, L->n_cells, n_pop, threads_of(L, INT64_MAX)))) {
+        ns_lfp_destroy(L);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the lowrank factors' tables");
+    }
     int32_t np = 1; /* points of the largest disc */
     for (int64_t k = 0; k < probe->n; ++k)
         if (probe->contacts[k].r > 0.0 && probe->contacts[k].n > np) np = probe->contacts[k].n;
@@ -452,9 +480,11 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
         goto done;
     }
     if (L->mmax) chunk_maxima(L);
+    if (L->lr && (st = lowrank_finish(L, sim, &o)) != NS_OK) goto done;
     if (sim->device >= 0) {
         st = attach_gpu(L, sim);
         if (st != NS_OK) goto done;
+        if (L->lr) ns_lfp_lowrank_drop(L->lr); /* the GPU has them */
         sim->sample_flush = gpu_flush;
         sim->sample_finish = gpu_finish;
     } else {
@@ -549,9 +579,9 @@ static ns_status check_bound(ns_lfp_t *L, int64_t k0, int64_t nb, const double *
         L->bound = fmax(L->bound, rel[b]);
         if (!(rel[b] <= tol))
             return ns_fail(NS_ERR_UNSUPPORTED,
-                           "LFP: float32 coefficients: the potentials' error bound at t = %g ms is %.3g of the sample's "
+                           "LFP: %s coefficients: the potentials' error bound at t = %g ms is %.3g of the sample's "
                            "largest potential, above the tolerance %.3g (ns_lfp_options.tolerance; the dense and tiles "
-                           "storages are exact)", L->t[k0 + b], rel[b], tol);
+                           "storages are exact)", ns_lfp_storage_name(L->storage), L->t[k0 + b], rel[b], tol);
     }
     return NS_OK;
 }
@@ -580,6 +610,18 @@ static ns_status cpu_bound(ns_lfp_t *L, int64_t first, int32_t nb) {
     return check_bound(L, first, nb, rel);
 }
 
+/* LOWRANK: the buffered samples through each cell's factors, and their bounds. */
+static ns_status lowrank_flush(ns_lfp_t *L, int64_t first, int32_t nb) {
+    const int64_t ne = L->n_el;
+    double worst[NS_LFP_BLOCK], rel[NS_LFP_BLOCK];
+    int64_t work = 0;
+    for (int64_t c = 0; c < L->n_cells; ++c) work += (int64_t)ns_lfp_lowrank_ranks(L->lr)[c] * ne;
+    ns_lfp_lowrank_apply(L->lr, L->ibuf, L->sim->cell_offset, L->pop, nb, threads_of(L, (work + L->n_comp) * nb),
+                         L->phi + first * ne, L->pop ? L->phi_pop + first * L->n_pop * ne : NULL, worst);
+    for (int32_t b = 0; b < nb; ++b) rel[b] = relative_bound(worst[b], L->phi + (first + b) * ne, ne);
+    return check_bound(L, first, nb, rel);
+}
+
 /* phi of the buffered samples: one pass over the coefficients for up to
  * NS_LFP_BLOCK samples; each electrode's sum runs over the compartments in
  * order, whatever the thread count and the block. */
@@ -592,6 +634,7 @@ static ns_status flush(ns_lfp_t *L) {
     double *phi = L->phi;
     const int nt = threads_of(L, ne * nc * nb);
     (void)nt;
+    if (L->lr) return lowrank_flush(L, first, nb);
     if (L->pop) {
         flush_populations(L, first, nb, nt < L->accp_threads ? nt : L->accp_threads);
         return L->mmax ? cpu_bound(L, first, nb) : NS_OK;
@@ -694,7 +737,7 @@ static ns_status gpu_collect(ns_lfp_t *L) {
     if (nb <= 0) return NS_OK;
     const int64_t R = L->n_el + 3, ne = L->n_el, nc3 = 3 * L->n_cells;
     const double t_wait = ns_time_ms();
-    double *rel = L->storage == NS_LFP_STORAGE_F32 ? L->tot + L->rows * R : NULL;
+    double *rel = L->storage == NS_LFP_STORAGE_F32 || L->lr ? L->tot + L->rows * R : NULL;
     const ns_status st = ns_lfp_gpu_collect(L->gpu, L->tot, rel, L->pop ? L->phi_pop + k0 * L->n_pop * ne : NULL,
                                             L->o.per_cell_dipoles ? L->Pc + k0 * nc3 : NULL, L->imem);
     L->sampling_ms += ns_time_ms() - t_wait;
@@ -772,6 +815,7 @@ const double *ns_lfp_times(const ns_lfp_t *L) { return L ? L->t : NULL; }
 const double *ns_lfp_dipole(const ns_lfp_t *L) { return L ? L->P : NULL; }
 const double *ns_lfp_cell_dipoles(const ns_lfp_t *L) { return L && L->o.per_cell_dipoles ? L->Pc : NULL; }
 const double *ns_lfp_coefficients(const ns_lfp_t *L) { return L ? L->M : NULL; }
+const int32_t *ns_lfp_ranks(const ns_lfp_t *L) { return L ? ns_lfp_lowrank_ranks(L->lr) : NULL; }
 ns_lfp_storage ns_lfp_storage_used(const ns_lfp_t *L) { return L ? L->storage : NS_LFP_STORAGE_AUTO; }
 const double *ns_lfp_membrane_currents(const ns_lfp_t *L) { return L ? L->imem : NULL; }
 double ns_lfp_error_bound(const ns_lfp_t *L) { return L ? L->bound : 0.0; }

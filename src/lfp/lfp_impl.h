@@ -15,6 +15,37 @@ void ns_lfp_row(const ns_lfp_segments *seg, const ns_lfp_contact *c, const doubl
 #define NS_LFP_BLOCK 16 /* samples buffered per pass over the coefficients (CPU) */
 #define NS_LFP_CHUNK 8  /* F32: compartments (Flat order) per term of the error bound */
 
+/* ------------------------------------------------ LOWRANK (lowrank.c)
+ * Householder QR with column pivoting of A (m x n, column-major, column j at
+ * A + j m; overwritten: R on and above the diagonal, the reflectors' tails
+ * below, LAPACK's dgeqp3 layout), stopped at the first rank r whose residual
+ * (the trailing block) has Frobenius norm <= tol ||A||_F; returns r. tau:
+ * min(m, n) reflector factors; perm: n, A P's column j is A's perm[j]; cn:
+ * 2 n scratch. */
+int64_t ns_lfp_pqr(double *A, int64_t m, int64_t n, double tol, double *tau, int64_t *perm, double *cn);
+#define NS_LFP_RANK_TOLERANCE 1e-10 /* ns_lfp_options.rank_tolerance's default */
+typedef struct lfp_lowrank lfp_lowrank;
+lfp_lowrank *ns_lfp_lowrank_new(int64_t n_el, int64_t n_cells, int32_t n_pop, int32_t threads);
+void ns_lfp_lowrank_free(lfp_lowrank *lr);
+/* Cell c's block B (n_el x n, row-major) factored at relative tolerance tol
+ * (0: the default); cells may be factored in parallel. 1 when out of memory. */
+int ns_lfp_lowrank_factor(lfp_lowrank *lr, int64_t c, const double *B, int64_t n, double tol);
+/* After every cell's factors: the scratch of the products; the bytes kept
+ * (8 r_k (E + n_k) + the bound's 8 E per cell), -1 when out of memory. */
+int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset);
+const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr);
+/* The host's U and V freed (a CUDA simulation's, once uploaded); the ranks stay. */
+void ns_lfp_lowrank_drop(lfp_lowrank *lr);
+/* Cell c's factors: U (n_el x r_c, row-major), V (r_c x n_c, row-major), rho (n_el). */
+void ns_lfp_lowrank_cell(const lfp_lowrank *lr, int64_t c, const double **U, const double **V, const double **rho);
+/* The nb buffered samples' currents I (compartments x NS_LFP_BLOCK): phi (nb
+ * x n_el), phi_pop (nb x n_pop x n_el, NULL: not wanted; pop: each cell's
+ * population, NULL: all 0) and worst (nb: each sample's bound on the
+ * truncation's error, max_e sum_k ||(B_k - U_k V_k)_e|| ||i_k||); the same
+ * for any thread count nt. */
+void ns_lfp_lowrank_apply(lfp_lowrank *lr, const double *I, const int64_t *off, const int32_t *pop, int32_t nb,
+                          int nt, double *phi, double *phi_pop, double *worst);
+
 /* ------------------------------------------------ the GPU reduction (cuda/)
  * For a CUDA simulation the sampler runs inside the GPU loop (sim_impl.h's
  * snap): the loop writes v of every state position after each sampled step
@@ -55,6 +86,7 @@ typedef struct lfp_gpu_geometry {
     int64_t tile_bytes;         /* 0: 256 MiB */
     int keep;                   /* keep every sample's tot rows on the GPU (ns_lfp_device_results) */
     int f32;                    /* with tiles: computed once, kept as float, widened per reduction */
+    const lfp_lowrank *lowrank; /* LOWRANK: each cell's factors (M is NULL) */
 } lfp_gpu_geometry;
 
 /* A clamp of the simulation: its compartment (Flat index) and pulse. */

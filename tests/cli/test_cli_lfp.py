@@ -3,7 +3,8 @@
 PREFIX_lfp_populations.npy (samples x populations x contacts), checked against runs of each
 population's cells alone (cells do not interact: the same potentials to rounding) and against
 the total in PREFIX_lfp.npy; a population file equal to `morphology` gives the same file; a bad
-population file is refused naming its line; simulate --json accounts for the probe's time.
+population file is refused naming its line; simulate --json accounts for the probe's time;
+--lfp-storage lowrank gives the dense potentials within its bound (--json: the bound and ranks).
 
 usage: test_cli_lfp.py NEUROSOLVE SOURCE_DIR"""
 import json
@@ -76,4 +77,17 @@ p = run(*base[:1], A, *base[1:], "--json")
 t = json.loads(p.stdout).get("lfp_timing", {}) if p.returncode == 0 else {}
 check(t.get("setup_ms", 0) > 0 and t.get("sampling_ms", 0) > 0 and t.get("reductions") == 0,
       f"lfp_timing on the CPU: {t}")
+# lowrank: within its bound of the dense run; --json gives the bound and the ranks
+dense = lfp(os.path.join(tmp, "dense"), B)[0]
+low = lfp(os.path.join(tmp, "low"), B, extra=["--lfp-storage", "lowrank", "--lfp-rank-tolerance", "1e-6"])[0]
+p = run(*base[:1], B, *base[1:], "--lfp-storage", "lowrank", "--lfp-rank-tolerance", "1e-6", "--json")
+j = json.loads(p.stdout) if p.returncode == 0 else {}
+bound = j.get("lfp_error_bound", 0.0)
+check(j.get("lfp_storage") == "lowrank" and 0 < j.get("lfp_rank_max", 0) <= 4 and 0 < bound <= 1e-6,
+      f"lowrank --json: {dict((k, v) for k, v in j.items() if k.startswith('lfp_') and k != 'lfp_timing')}")
+big = np.abs(dense[:, 1:]).max(axis=1)
+err = (np.abs(low[:, 1:] - dense[:, 1:]).max(axis=1) / np.where(big > 0, big, np.inf)).max()
+check(err <= bound, f"lowrank against dense: {err:.3g} of each sample's largest, bound {bound:.3g}")
+p = run(*base[:1], B, *base[1:], "--lfp-storage", "lowrank", "--lfp-rank-tolerance", "2", expect=2)
+check("--lfp-rank-tolerance 2" in p.stderr, f"a rank tolerance of 2: {p.stderr!r}")
 harness.finish("cli_lfp")

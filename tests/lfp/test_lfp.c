@@ -557,6 +557,17 @@ static void test_populations(const ns_cell_t *cell) {
     lo.storage = NS_LFP_STORAGE_TILES;
     ns_lfp_t *lfp = NULL;
     if (sim) CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_UNSUPPORTED, "CUDA simulation");
+    /* lowrank (test_lfp_lowrank): a rank tolerance outside [0, 1), factors above max_bytes */
+    lo.storage = NS_LFP_STORAGE_LOWRANK;
+    lo.rank_tolerance = 1.0;
+    if (sim) CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_INVALID_ARGUMENT, "rank tolerance 1");
+    lo.rank_tolerance = NAN;
+    if (sim) CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_INVALID_ARGUMENT, "rank tolerance nan");
+    lo.rank_tolerance = 0.0;
+    lo.max_bytes = 1000;
+    if (sim) CHECK_FAILS(ns_lfp_create(sim, 1, &cell, &one, &lo, &lfp), NS_ERR_SIZE, "lowrank coefficients", "max_bytes");
+    lo.max_bytes = 0;
+    CHECK(strcmp(ns_lfp_storage_name(NS_LFP_STORAGE_LOWRANK), "lowrank") == 0);
     /* f32 with a tolerance below its bound: the advance fails, naming the bound and the tolerance */
     int32_t soma;
     if (sim && ns_cell_locate(cell, 0, 0.5, &soma) == NS_OK) {

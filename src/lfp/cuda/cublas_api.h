@@ -20,6 +20,9 @@ typedef struct ns_cublas_api {
     cublasStatus_t (*DgemmStridedBatched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                                           const double *, const double *, int, long long, const double *, int,
                                           long long, const double *, double *, int, long long, int);
+    cublasStatus_t (*DgemmBatched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                   const double *, const double *const[], int, const double *const[], int,
+                                   const double *, double *const[], int, int);
 } ns_cublas_api;
 
 /* The table, loading libcublas on the first call; NS_ERR_UNSUPPORTED naming the loader's reason. */

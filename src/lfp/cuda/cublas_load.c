@@ -26,6 +26,7 @@ static void load(void) {
         {"cublasSetStream_v2", offsetof(ns_cublas_api, SetStream)},
         {"cublasGetStatusString", offsetof(ns_cublas_api, GetStatusString)},
         {"cublasDgemmStridedBatched", offsetof(ns_cublas_api, DgemmStridedBatched)},
+        {"cublasDgemmBatched", offsetof(ns_cublas_api, DgemmBatched)},
     };
     loaded = ns_dl_table(names, sizeof names / sizeof *names, syms, sizeof syms / sizeof *syms, &api, why, sizeof why);
 }

@@ -25,6 +25,7 @@ extern "C" {
 #define TILE_BYTES ((int64_t)256 << 20) /* a tile of coefficients (TILES) */
 #define MAX_GRID_Y 65535
 #define LFP_U 5.9604644775390625e-8 /* F32: 2^-24, float's unit roundoff */
+#define RANK_PAD 8        /* LOWRANK: the ranks (with the dipole's 3 rows) padded to a multiple of it */
 
 struct lfp_gpu {
     int device;
@@ -67,7 +68,23 @@ struct lfp_gpu {
     float *F;
     double *mmax, *S, *bnd, *rel;
     int64_t chunks;
-    ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
+    /* LOWRANK (lowrank_upload): the cells sorted by population, size (n compartments) and padded
+     * rank (r_k + 3 rounded up to RANK_PAD: the dipole's 3 rows, V's last 3 rows the midpoints,
+     * U's 3 columns there the identity on the dipole's rows), in groups of equal (population, n,
+     * padded rank); per reduction W (wld x rows) = V_k I_k, one batched DGEMM per group (pointer
+     * arrays pA, pB, pC: each sorted cell's V_k, first column of I and rows of W), then
+     * partial[pop_slice[p]] = U_p W_p per population p (one DGEMM, U: R x wld, column-major), and
+     * the bound bnd (n_el x rows) = Rho (n_el x n_cells) inorm (n_cells x rows, each ||i_k||_2) */
+    int lowrank;
+    double *LV, *LU, *W, *Rho, *inorm;
+    const double **pA, **pB;
+    double **pC;
+    int64_t wld, n_groups;
+    int64_t *group;        /* host, n_groups x 4: first cell (sorted), cells, n, padded rank */
+    int64_t *place;        /* host, n_cells x 3: each sorted cell's V offset, first column of I, first W row */
+    int64_t *pop_w;        /* host, 2 (n_pop + 1): each population's first W row, then its first slice */
+    int64_t *cell_col;     /* device, n_cells x 2: each sorted cell's first column and size */
+    ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
 
 static ns_status warm(lfp_gpu *G);
@@ -199,13 +216,33 @@ __global__ void lfp_chunk_abs(const double *__restrict__ I, int64_t ncp, const i
 
 /* F32: each sample's largest bound over the electrodes relative to its largest |potential| (lfp.c's rule) */
 __global__ void lfp_rel(const double *__restrict__ bnd, const double *__restrict__ tot, int64_t n_el, int64_t R,
-                        int32_t nb, double *__restrict__ rel) {
+                        int32_t nb, double scale, double *__restrict__ rel) {
     const int32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= nb) return;
     double b = 0.0, big = 0.0;
     for (int64_t e = 0; e < n_el; ++e) b = fmax(b, bnd[k * n_el + e]), big = fmax(big, fabs(tot[k * R + e]));
-    b *= LFP_U;
+    b *= scale;
     rel[k] = b == 0.0 ? 0.0 : big > 0.0 ? b / big : INFINITY;
+}
+
+/* LOWRANK: each cell's ||i||_2 per sample (inorm: n_cells x rows, column-major); a block of
+ * NORM_THREADS per cell and sample, its threads striding over the cell's columns (coalesced),
+ * then a fixed tree: the same sum at every run */
+#define NORM_THREADS 128
+__global__ void lfp_cell_norm(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ cell_col,
+                              int64_t n_cells, double *__restrict__ inorm) {
+    __shared__ double part[NORM_THREADS];
+    const int64_t c = blockIdx.x, k = blockIdx.y;
+    const double *x = I + k * ncp + cell_col[2 * c];
+    double s = 0.0;
+    for (int64_t j = threadIdx.x; j < cell_col[2 * c + 1]; j += NORM_THREADS) s += x[j] * x[j];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int h = NORM_THREADS / 2; h > 0; h /= 2) {
+        if ((int)threadIdx.x < h) part[threadIdx.x] += part[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) inorm[k * n_cells + c] = sqrt(part[0]);
 }
 
 /* the last sample's currents in Flat order */
@@ -252,13 +289,15 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
                  G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
                  G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
                  G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept,
-                 G->F,    G->mmax,  G->S,           G->bnd,   G->rel};
+                 G->F,    G->mmax,  G->S,           G->bnd,   G->rel,   G->LV,          G->LU,    G->W,
+                 G->Rho,  G->inorm, G->cell_col, G->pA,   G->pB,    G->pC};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     for (int k = 0; k < 4; ++k)
         if (G->ev[k]) cudaEventDestroy(G->ev[k]);
     if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
     ns_cuda_restore_device(caller);
+    free(G->group), free(G->place), free(G->pop_w);
     free(G);
 }
 
@@ -312,6 +351,161 @@ static ns_status columns(lfp_gpu *G, const lfp_gpu_geometry *geo, int64_t *col, 
     return NS_OK;
 }
 
+/* LOWRANK: a cell's sort key (population, size, padded rank, index) */
+typedef struct lr_key {
+    int64_t pop, n, rp, c;
+} lr_key;
+
+static int lr_key_cmp(const void *a, const void *b) {
+    const lr_key *x = (const lr_key *)a, *y = (const lr_key *)b;
+    const int64_t d[4] = {x->pop - y->pop, x->n - y->n, x->rp - y->rp, x->c - y->c};
+    for (int k = 0; k < 4; ++k)
+        if (d[k]) return d[k] < 0 ? -1 : 1;
+    return 0;
+}
+
+/* LOWRANK: the groups, each cell's place (V offset, first column, W row) and the populations'
+ * first W rows, from the cells sorted (key). */
+static void lowrank_groups(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const lr_key *key) {
+    const int64_t K = geo->n_cells;
+    int64_t ng = 0, w = 0, v = 0;
+    for (int32_t p = 0; p < G->n_pop; ++p) G->pop_w[p] = -1;
+    for (int64_t i = 0; i < K; ++i) {
+        const lr_key *k = key + i;
+        if (i == 0 || k->pop != key[i - 1].pop || k->n != key[i - 1].n || k->rp != key[i - 1].rp) {
+            int64_t *g = G->group + 4 * ng++;
+            g[0] = i, g[1] = 0, g[2] = k->n, g[3] = k->rp;
+        }
+        G->group[4 * (ng - 1) + 1]++;
+        if (G->pop_w[k->pop] < 0) G->pop_w[k->pop] = w;
+        int64_t *pl = G->place + 3 * i;
+        pl[0] = v, pl[1] = k->n > 0 ? col[geo->cell_offset[k->c]] : 0, pl[2] = w;
+        w += k->rp, v += k->rp * k->n;
+    }
+    G->pop_w[G->n_pop] = w;
+    for (int32_t p = G->n_pop - 1; p >= 0; --p)
+        if (G->pop_w[p] < 0) G->pop_w[p] = G->pop_w[p + 1];
+    G->n_groups = ng, G->wld = w;
+}
+
+/* LOWRANK: one sorted cell's factors into the host's V (column-major, padded rank x n, the
+ * midpoints in its last 3 rows), U (R x wld, column-major) and Rho (n_el x n_cells). */
+static void lowrank_cell(const lfp_gpu *G, const lfp_gpu_geometry *geo, const lr_key *k, const int64_t *pl, double *hV,
+                         double *hU, double *rho_out) {
+    const int64_t E = G->n_el, R = G->R, n = k->n, rp = k->rp, c = k->c;
+    const int64_t r = ns_lfp_lowrank_ranks(geo->lowrank)[c], o = geo->cell_offset[c];
+    const double *U, *V, *rho;
+    ns_lfp_lowrank_cell(geo->lowrank, c, &U, &V, &rho);
+    double *Vc = hV + pl[0], *Uc = hU + pl[2] * R;
+    for (int64_t j = 0; j < n; ++j) {
+        for (int64_t a = 0; a < r; ++a) Vc[j * rp + a] = V[a * n + j];
+        for (int d = 0; d < 3; ++d) Vc[j * rp + rp - 3 + d] = geo->mid[3 * (o + j) + d];
+    }
+    for (int64_t a = 0; a < r; ++a)
+        for (int64_t e = 0; e < E; ++e) Uc[a * R + e] = U[e * r + a];
+    for (int d = 0; d < 3; ++d) Uc[(rp - 3 + d) * R + E + d] = 1.0;
+    memcpy(rho_out, rho, (size_t)E * sizeof *rho);
+}
+
+/* LOWRANK: the factors in the groups' layout (lfp_gpu's comment), uploaded once. */
+static ns_status lowrank_upload(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const int64_t *pop_slice) {
+    const int64_t K = geo->n_cells, E = G->n_el, R = G->R;
+    const int32_t *rank = ns_lfp_lowrank_ranks(geo->lowrank);
+    lr_key *key = (lr_key *)malloc((size_t)(K > 0 ? K : 1) * sizeof *key);
+    int64_t *cc = (int64_t *)malloc((size_t)(2 * K + 1) * sizeof *cc);
+    G->group = (int64_t *)malloc((size_t)(4 * K + 1) * sizeof *G->group);
+    G->place = (int64_t *)malloc((size_t)(3 * K + 1) * sizeof *G->place);
+    G->pop_w = (int64_t *)malloc(2 * ((size_t)G->n_pop + 1) * sizeof *G->pop_w);
+    ns_status st = NS_OK;
+    if (!key || !cc || !G->group || !G->place || !G->pop_w) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank groups");
+    for (int64_t c = 0; st == NS_OK && c < K; ++c) {
+        const int64_t rp = (rank[c] + 3 + RANK_PAD - 1) / RANK_PAD * RANK_PAD;
+        key[c] = (lr_key){geo->pop ? geo->pop[c] : 0, geo->cell_offset[c + 1] - geo->cell_offset[c], rp, c};
+    }
+    if (st == NS_OK) {
+        qsort(key, (size_t)K, sizeof *key, lr_key_cmp);
+        lowrank_groups(G, geo, col, key);
+        memcpy(G->pop_w + G->n_pop + 1, pop_slice, ((size_t)G->n_pop + 1) * sizeof *pop_slice);
+    }
+    const int64_t nv = st == NS_OK && K > 0 ? G->place[3 * (K - 1)] + key[K - 1].rp * key[K - 1].n : 0;
+    double *hV = st == NS_OK ? (double *)calloc((size_t)nv + 1, sizeof *hV) : NULL;
+    double *hU = st == NS_OK ? (double *)calloc((size_t)(R * G->wld) + 1, sizeof *hU) : NULL;
+    double *hRho = (double *)malloc((size_t)(E * K + 1) * sizeof *hRho);
+    if (st == NS_OK && (!hV || !hU || !hRho)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank factors (host)");
+    for (int64_t i = 0; st == NS_OK && i < K; ++i) {
+        lowrank_cell(G, geo, key + i, G->place + 3 * i, hV, hU, hRho + i * E);
+        cc[2 * i] = G->place[3 * i + 1], cc[2 * i + 1] = key[i].n;
+    }
+    if (st == NS_OK) st = upload(&G->LV, hV, nv);
+    if (st == NS_OK) st = upload(&G->LU, hU, R * G->wld);
+    if (st == NS_OK) st = upload(&G->Rho, hRho, E * K);
+    if (st == NS_OK) st = upload(&G->cell_col, cc, 2 * K);
+    free(key), free(cc), free(hV), free(hU), free(hRho);
+    return st;
+}
+
+/* LOWRANK, once I and W exist: each sorted cell's pointers for the batched V_k I_k. */
+static ns_status lowrank_pointers(lfp_gpu *G) {
+    const int64_t K = G->n_cells;
+    const double **a = (const double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *a);
+    const double **b = (const double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *b);
+    double **c = (double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *c);
+    ns_status st = NS_OK;
+    if (!a || !b || !c) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank pointers");
+    for (int64_t i = 0; st == NS_OK && i < K; ++i)
+        a[i] = G->LV + G->place[3 * i], b[i] = G->I + G->place[3 * i + 1], c[i] = G->W + G->place[3 * i + 2];
+    if (st == NS_OK) st = upload(&G->pA, a, K);
+    if (st == NS_OK) st = upload(&G->pB, b, K);
+    if (st == NS_OK) st = upload(&G->pC, c, K);
+    free(a), free(b), free(c);
+    return st;
+}
+
+/* LOWRANK per reduction: W = V_k I_k per group (one batched DGEMM), then each population's
+ * partial sums U_p W_p into its first slice (the others stay 0). */
+static ns_status lowrank_products(lfp_gpu *G, int32_t nb) {
+    const double one = 1.0, zero = 0.0;
+    const int64_t R = G->R;
+    for (int64_t q = 0; q < G->n_groups; ++q) {
+        const int64_t *g = G->group + 4 * q;
+        if (g[2] == 0) continue;
+        const ns_status st = blas_status(
+            G->blas->DgemmBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)g[3], nb, (int)g[2], &one, G->pA + g[0],
+                                  (int)g[3], G->pB + g[0], (int)G->ncp, &zero, G->pC + g[0], (int)G->wld, (int)g[1]),
+            G->blas, "cublasDgemmBatched (lowrank V I)");
+        if (st != NS_OK) return st;
+    }
+    for (int32_t p = 0; p < G->n_pop; ++p) {
+        const int64_t w0 = G->pop_w[p], w1 = G->pop_w[p + 1], slice = G->pop_w[G->n_pop + 1 + p];
+        if (w1 <= w0) continue;
+        const ns_status st = blas_status(
+            G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)R, nb, (int)(w1 - w0), &one,
+                                         G->LU + w0 * R, (int)R, 0, G->W + w0, (int)G->wld, 0, &zero,
+                                         G->partial + slice * G->rows * R, (int)R, 0, 1),
+            G->blas, "cublasDgemmStridedBatched (lowrank U W)");
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+/* LOWRANK per reduction, after the sums: bnd = Rho inorm and each sample's relative bound. */
+static ns_status lowrank_bound(lfp_gpu *G, int32_t nb) {
+    const double one = 1.0, zero = 0.0;
+    const int64_t K = G->n_cells;
+    if (K > 0) lfp_cell_norm<<<dim3((unsigned)K, (unsigned)nb), NORM_THREADS, 0, G->stream>>>(G->I, G->ncp, G->cell_col, K,
+                                                                                            G->inorm);
+    NS_CUDA_TRY(cudaGetLastError());
+    const ns_status st = blas_status(
+        G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)G->n_el, nb, (int)(K > 0 ? K : 1), &one,
+                                     G->Rho, (int)G->n_el, 0, G->inorm, (int)(K > 0 ? K : 1), 0, &zero, G->bnd,
+                                     (int)G->n_el, 0, 1),
+        G->blas, "cublasDgemmStridedBatched (the lowrank bound)");
+    if (st != NS_OK) return st;
+    lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, G->R, nb, 1.0, G->rel);
+    NS_CUDA_TRY(cudaGetLastError());
+    return NS_OK;
+}
+
 static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     const int64_t n = geo->n_comp, R = G->R;
     NS_CUDA_TRY(cudaStreamCreateWithFlags(&G->stream, cudaStreamNonBlocking));
@@ -362,10 +556,12 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
         }
     }
     /* DENSE: the coefficients column by column, one electrode (or dipole axis) at a time through the host */
-    if (st == NS_OK && !G->tiles) st = upload<double>(&G->A, NULL, ncp * R);
-    if (st == NS_OK && !G->tiles && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
+    const int dense = !G->tiles && !G->lowrank;
+    if (st == NS_OK && G->lowrank) st = lowrank_upload(G, geo, col, pop_slice);
+    if (st == NS_OK && dense) st = upload<double>(&G->A, NULL, ncp * R);
+    if (st == NS_OK && dense && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)ncp);
-    for (int64_t r = 0; st == NS_OK && !G->tiles && r < R; ++r) {
+    for (int64_t r = 0; st == NS_OK && dense && r < R; ++r) {
         for (int64_t j = 0; j < n; ++j) A[col[j]] = r < G->n_el ? geo->M[r * n + j] : geo->mid[3 * j + (r - G->n_el)];
         st = ns_cuda_status(cudaMemcpy(G->A + r * ncp, A, (size_t)ncp * sizeof *A, cudaMemcpyHostToDevice),
                             "cudaMemcpy", __FILE__, __LINE__);
@@ -395,7 +591,8 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (st != NS_OK) return st;
     /* the samples buffered: ns_lfp_batch_rows (as asked, else by the cadence and a quarter of the free memory) */
     const int64_t per = 8 * (2 * G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
-                             (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0));
+                             (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0) +
+                             (G->lowrank ? G->wld + G->n_cells + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
     if (rows <= 0) {
         size_t free_b = 0, total_b = 0;
@@ -432,6 +629,14 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
         if ((st = upload<double>(&G->rel, NULL, rows)) != NS_OK) return st;
         if ((st = make_f32(G)) != NS_OK) return st;
     }
+    if (G->lowrank) { /* the slices U W does not write stay 0 */
+        NS_CUDA_TRY(cudaMemset(G->partial, 0, (size_t)(G->n_slices * rows * R) * sizeof(double)));
+        if ((st = upload<double>(&G->W, NULL, G->wld * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->inorm, NULL, G->n_cells * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->bnd, NULL, G->n_el * rows)) != NS_OK) return st;
+        if ((st = upload<double>(&G->rel, NULL, rows)) != NS_OK) return st;
+        if ((st = lowrank_pointers(G)) != NS_OK) return st;
+    }
     return warm(G);
 }
 
@@ -448,6 +653,7 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     G->sigma = geo->sigma;
     G->keep = geo->keep;
     G->f32 = geo->f32;
+    G->lowrank = geo->lowrank != NULL;
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(device);
     const ns_status st = create(G, geo);
@@ -486,7 +692,11 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
      * tile of slices at a time, its coefficients computed first (the stream orders the reuse) */
     const double one = 1.0, zero = 0.0;
     const int64_t per_tile = G->tiles ? G->tile_slices : G->n_slices;
-    for (int64_t s0 = 0; s0 < G->n_slices; s0 += per_tile) {
+    if (G->lowrank) {
+        const ns_status st = lowrank_products(G, nb);
+        if (st != NS_OK) return st;
+    }
+    for (int64_t s0 = 0; s0 < G->n_slices && !G->lowrank; s0 += per_tile) {
         const int64_t ns = G->n_slices - s0 < per_tile ? G->n_slices - s0 : per_tile, rows_t = ns * G->slice;
         const double *A = G->A + (G->tiles ? 0 : s0 * G->slice);
         const int64_t lda = G->tiles ? rows_t : ncp;
@@ -513,6 +723,10 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
                                                                      G->n_el, G->tot, pop ? G->pop : NULL);
     if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
     NS_CUDA_TRY(cudaGetLastError());
+    if (G->lowrank) {
+        const ns_status st = lowrank_bound(G, nb);
+        if (st != NS_OK) return st;
+    }
     if (G->f32) { /* the bound: bnd (n_el x nb) = mmax^T S, then each sample's relative bound */
         lfp_chunk_abs<<<dim3(grid(G->chunks), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, n, G->chunks,
                                                                                      G->S);
@@ -523,7 +737,7 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int p
                                          (int)G->n_el, 0, 1),
             G->blas, "cublasDgemmStridedBatched (the float32 bound)");
         if (st != NS_OK) return st;
-        lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, R, nb, G->rel);
+        lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, R, nb, LFP_U, G->rel);
         NS_CUDA_TRY(cudaGetLastError());
     }
     return NS_OK;
@@ -620,7 +834,7 @@ static ns_status submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, 
                                     cudaMemcpyDeviceToDevice, G->stream));
     NS_CUDA_TRY(cudaMemcpyAsync(G->h_tot, G->tot, (size_t)nb * (size_t)R * sizeof(double), cudaMemcpyDeviceToHost,
                                 G->stream));
-    if (G->f32)
+    if (G->f32 || G->lowrank)
         NS_CUDA_TRY(cudaMemcpyAsync(G->h_rel, G->rel, (size_t)nb * sizeof(double), cudaMemcpyDeviceToHost, G->stream));
     if (pop && G->pop)
         NS_CUDA_TRY(cudaMemcpyAsync(G->h_pop, G->pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double),
@@ -642,7 +856,7 @@ static ns_status collect(lfp_gpu *G, double *tot, double *rel, double *pop, doub
     G->pend_nb = 0;
     NS_CUDA_TRY(cudaEventSynchronize(G->ev[3]));
     memcpy(tot, G->h_tot, (size_t)nb * (size_t)G->R * sizeof(double));
-    if (rel && G->f32) memcpy(rel, G->h_rel, (size_t)nb * sizeof(double));
+    if (rel && (G->f32 || G->lowrank)) memcpy(rel, G->h_rel, (size_t)nb * sizeof(double));
     if (pop && G->pend_pop && G->pop)
         memcpy(pop, G->h_pop, (size_t)nb * (size_t)G->n_pop * (size_t)G->n_el * sizeof(double));
     if (pcell && G->pend_pcell && G->pcell) memcpy(pcell, G->h_pcell, (size_t)nb * (size_t)G->n_cells * 3 * sizeof(double));
