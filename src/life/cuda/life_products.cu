@@ -45,8 +45,8 @@ __global__ void ref_mty(const int32_t *atom, const int32_t *voxel, const int32_t
 // The warp's index in the grid.
 __device__ __forceinline__ int64_t warp_index() { return ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
 
-// The warp's key (sub-vector of a sorted copy: voxel or atom) and its
-// coefficients k0 .. k1 - 1; false for the warps past the last key.
+// The voxel kernels' warp: its voxel (the key of the voxel-sorted copy) and
+// its coefficients k0 .. k1 - 1; false for the warps past the last voxel.
 __device__ __forceinline__ bool warp_key(const int64_t *start, int32_t n_keys, int64_t *key, int64_t *k0, int64_t *k1) {
     *key = warp_index();
     if (*key >= n_keys) return false;
@@ -382,8 +382,9 @@ __global__ void atom_mw(const int64_t *start, const int32_t *voxel, const int32_
                         const double *value, int32_t n_atoms, int tp, const double *D,
                         const double *w, double *y) {
     const int lane = threadIdx.x & 31;
-    int64_t at, k0, k1;
-    if (!warp_key(start, n_atoms, &at, &k0, &k1)) return;
+    const int64_t at = warp_index();
+    if (at >= n_atoms) return;
+    const int64_t k0 = start[at], k1 = start[at + 1];
     if (k0 == k1) return;
     double d[NT];
 #pragma unroll
@@ -415,8 +416,9 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
                          const double *value, int32_t n_atoms, int tp, const double *D,
                          const double *y, double *w) {
     const int lane = threadIdx.x & 31;
-    int64_t at, k0, k1;
-    if (!warp_key(start, n_atoms, &at, &k0, &k1)) return;
+    const int64_t at = warp_index();
+    if (at >= n_atoms) return;
+    const int64_t k0 = start[at], k1 = start[at + 1];
     if (k0 == k1) return;
     double r[NT];
 #pragma unroll
