@@ -47,11 +47,13 @@ __device__ __forceinline__ int64_t warp_index() { return ((int64_t)blockIdx.x * 
 
 // The voxel kernels' warp: its voxel (the key of the voxel-sorted copy) and
 // its coefficients k0 .. k1 - 1; false for the warps past the last voxel.
+// kSkipEmpty: false for a voxel without coefficients too.
+template <bool kSkipEmpty>
 __device__ __forceinline__ bool warp_key(const int64_t *start, int32_t n_keys, int64_t *key, int64_t *k0, int64_t *k1) {
     *key = warp_index();
     if (*key >= n_keys) return false;
     *k0 = start[*key], *k1 = start[*key + 1];
-    return true;
+    return !kSkipEmpty || *k0 != *k1;
 }
 
 __device__ __forceinline__ double warp_sum(double x) {
@@ -275,7 +277,7 @@ voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const 
     constexpr int V = dict_vec<T>::V, G = 32 / V;
     const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
     int64_t vox, k0, k1;
-    if (!warp_key(start, n_voxels, &vox, &k0, &k1)) return;
+    if (!warp_key<false>(start, n_voxels, &vox, &k0, &k1)) return;
     C acc[NT][V];
 #pragma unroll
     for (int c = 0; c < NT; ++c)
@@ -336,8 +338,7 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
     constexpr int V = dict_vec<T>::V, G = 32 / V;
     const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
     int64_t vox, k0, k1;
-    if (!warp_key(start, n_voxels, &vox, &k0, &k1)) return;
-    if (k0 == k1) return;
+    if (!warp_key<true>(start, n_voxels, &vox, &k0, &k1)) return;
     C r[NT][V];
     {
         const double *col = y + vox * tp + g * V;
@@ -461,16 +462,17 @@ extern __shared__ double lr_smem[];
 // Z(:, v) = A^T X(:, v) for every voxel, A n_in rows of out_rows (row-major):
 //   expand  (PROJECT false): y(:, v) = U P(:, v), A = Ut = U^T (r x tp, row j
 //            = column j of U, zero in rows n_theta..tp-1 of U), X = P (r x
-//            n_voxels), n_in = r, Z = y (every row written, streamed);
+//            n_voxels), n_in = r, Z = y (every row written, streamed; n_theta
+//            unused);
 //   project (PROJECT true):  Q(:, v) = U^T y(:, v), A = Un = U (tp x r,
 //            row-major: entry (row, j) at row * r + j; rows n_theta..tp-1
 //            zero), X = y (tp x n_voxels), n_in = n_theta, Z = Q (r x
 //            n_voxels; r <= tp: lane l holds components l + 32 c < r).
 template <int NT, bool PROJECT>
 __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
-lr_apply(const double *A, const double *X, int r, int n_in, int32_t n_voxels, double *Z) {
+lr_apply(const double *A, const double *X, int r, int n_theta, int32_t n_voxels, double *Z) {
     constexpr int tp = 32 * NT;
-    const int in_rows = PROJECT ? tp : r, out_rows = PROJECT ? r : tp;
+    const int n_in = PROJECT ? n_theta : r, in_rows = PROJECT ? tp : r, out_rows = PROJECT ? r : tp;
     const int lane = threadIdx.x & 31;
     double *sx = lr_smem + (size_t)(threadIdx.x >> 5) * LR_VOX * tp; /* [b][j], j < n_in <= tp */
     const int64_t v0 = warp_index() * LR_VOX;
@@ -501,19 +503,18 @@ lr_apply(const double *A, const double *X, int r, int n_in, int32_t n_voxels, do
         if (b < nb)
 #pragma unroll
             for (int c = 0; c < NT; ++c) {
-                double *z = Z + (v0 + b) * out_rows + lane + 32 * c;
                 if (!PROJECT)
-                    __stcs(z, acc[c][b]);
+                    __stcs(Z + (v0 + b) * out_rows + lane + 32 * c, acc[c][b]);
                 else if (32 * c + lane < r)
-                    *z = acc[c][b];
+                    Z[(v0 + b) * out_rows + lane + 32 * c] = acc[c][b];
             }
 }
 
 // lr_apply's block shape: as many of the 4 warps as fit 48 KB of dynamic
 // shared memory (LR_VOX x tp doubles each).
 template <int NT>
-static void launch_lr(bool project, const double *A, const double *X, int r, int n_in, int32_t n_voxels, double *Z,
-                      cudaStream_t s) {
+static void launch_lr(bool project, const double *A, const double *X, int r, int n_theta, int32_t n_voxels,
+                      double *Z, cudaStream_t s) {
     constexpr int tp = 32 * NT;
     int warps = WARPS_PER_BLOCK;
     while (warps > 1 && (size_t)warps * LR_VOX * tp * sizeof(double) > 48 * 1024) --warps;
@@ -521,7 +522,7 @@ static void launch_lr(bool project, const double *A, const double *X, int r, int
     const int64_t blocks = (groups + warps - 1) / warps;
     const int grid = blocks < 1 ? 1 : (int)blocks;
     const size_t smem = (size_t)warps * LR_VOX * tp * sizeof(double);
-    (project ? lr_apply<NT, true> : lr_apply<NT, false>)<<<grid, 32 * warps, smem, s>>>(A, X, r, n_in, n_voxels, Z);
+    (project ? lr_apply<NT, true> : lr_apply<NT, false>)<<<grid, 32 * warps, smem, s>>>(A, X, r, n_theta, n_voxels, Z);
 }
 
 // ------------------------------------------------------------ launchers
@@ -627,7 +628,7 @@ extern "C" cudaError_t ns_life_launch_lr_mw(const ns_life_dev_phi *p, int32_t r,
         cudaError_t e = cudaMemsetAsync(P, 0, (size_t)r * (size_t)n_voxels * sizeof(double), s);
         if (e != cudaSuccess) return e;
     }
-    NS_LIFE_DISPATCH(tp / 32, launch_lr, false, Ut, P, r, r, n_voxels, y, s);
+    NS_LIFE_DISPATCH(tp / 32, launch_lr, false, Ut, P, r, 0, n_voxels, y, s);
     return cudaGetLastError();
 }
 
