@@ -45,13 +45,10 @@ typedef struct row {
     double ms, speedup, gbs, copy_gbs, ratio, error, layout_ms;
 } row;
 
-typedef struct rows {
-    row *v;
-    int n, cap;
-} rows;
+typedef CLI_ARRAY(row) rows;
 
 static row *add_row(rows *r) {
-    row *x = cli_append_zeroed(&r->v, &r->n, &r->cap, sizeof *x);
+    row *x = CLI_APPEND(r);
     if (x) x->ratio = x->layout_ms = -1.0;
     return x;
 }

@@ -49,13 +49,10 @@ typedef struct mrow {
     double ms, vs_seq, vs_cell, gbs, copy_gbs, ratio, layout_ms, gcomps, error;
 } mrow;
 
-typedef struct {
-    mrow *v;
-    int n, cap;
-} mrows;
+typedef CLI_ARRAY(mrow) mrows;
 
 static mrow *add_row(mrows *r) {
-    mrow *x = cli_append_zeroed(&r->v, &r->n, &r->cap, sizeof *x);
+    mrow *x = CLI_APPEND(r);
     if (x) x->ratio = x->layout_ms = x->vs_cell = -1.0;
     return x;
 }

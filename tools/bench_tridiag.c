@@ -65,13 +65,10 @@ typedef struct row {
     char status[96];
 } row;
 
-typedef struct rows {
-    row *v;
-    int n, cap;
-} rows;
+typedef CLI_ARRAY(row) rows;
 
 static row *add_row(rows *r) {
-    row *x = cli_append_zeroed(&r->v, &r->n, &r->cap, sizeof *x);
+    row *x = CLI_APPEND(r);
     if (!x) return NULL;
     x->ms = x->min_ms = x->speedup_cusparse = x->speedup_seq = x->gbs = x->ratio = x->error = NAN;
     x->host_ms = x->dcall_ms = x->dcall_wall_ms = x->dcall_error = NAN;

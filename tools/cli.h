@@ -87,6 +87,14 @@ const char *cli_morphology_dir(void);
  * (updated when the array moves). Returns the new element, or NULL when
  * memory runs out (the old array is then unchanged and still valid). */
 void *cli_append_zeroed(void *items, int *count, int *capacity, size_t size);
+/* A growable array of T for cli_append_zeroed: v[0 .. n - 1], cap allocated;
+ * CLI_APPEND(a) appends a zeroed element to *a (NULL when memory runs out). */
+#define CLI_ARRAY(T) \
+    struct {         \
+        T *v;        \
+        int n, cap;  \
+    }
+#define CLI_APPEND(a) cli_append_zeroed(&(a)->v, &(a)->n, &(a)->cap, sizeof *(a)->v)
 
 /* Largest relative error of a batch's solution against a reference: the
  * maximum over cells of ||x - ref||_inf / ||ref||_inf (NaN counts as worst). */

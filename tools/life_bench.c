@@ -50,20 +50,11 @@ typedef struct row {
     int extrapolated;
 } row;
 
-typedef struct rows {
-    row *v;
-    int n, cap;
-} rows;
+typedef CLI_ARRAY(row) rows;
 
 static row *add(rows *r) {
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 64;
-        row *g = realloc(r->v, (size_t)cap * sizeof *g);
-        if (!g) return NULL;
-        r->v = g, r->cap = cap;
-    }
-    row *x = &r->v[r->n++];
-    memset(x, 0, sizeof *x);
+    row *x = CLI_APPEND(r);
+    if (!x) return NULL;
     x->copy_fraction = x->gbs = x->speedup = x->seconds = x->ms = x->error = -1.0;
     return x;
 }

@@ -6,24 +6,23 @@
 
 #include "core/dl.h"
 
-int ns_dl_table(const char *const *names, size_t n_names, const ns_dl_sym *syms, size_t n_syms, void *api,
-                char *why, size_t why_size) {
+void ns_dl_load(ns_dl_lib *lib) {
     void *h = NULL;
-    for (size_t i = 0; !h && i < n_names; ++i) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    for (size_t i = 0; !h && i < lib->n_names; ++i) h = dlopen(lib->names[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        snprintf(why, why_size, "%s", e ? e : (n_names ? names[0] : "?"));
-        snprintf(why + strlen(why), why_size - strlen(why), "%s", e ? "" : ": not found");
-        return 0;
+        snprintf(lib->why, sizeof lib->why, "%s%s", e ? e : (lib->n_names ? lib->names[0] : "?"),
+                 e ? "" : ": not found");
+        return;
     }
-    for (size_t i = 0; i < n_syms; ++i) {
-        void *f = dlsym(h, syms[i].name);
+    for (size_t i = 0; i < lib->n_syms; ++i) {
+        void *f = dlsym(h, lib->syms[i].name);
         if (!f) {
-            snprintf(why, why_size, "%s has no %s", names[0], syms[i].name);
+            snprintf(lib->why, sizeof lib->why, "%s has no %s", lib->names[0], lib->syms[i].name);
             dlclose(h);
-            return 0;
+            return;
         }
-        memcpy((char *)api + syms[i].offset, &f, sizeof f);
+        memcpy((char *)lib->api + lib->syms[i].offset, &f, sizeof f);
     }
-    return 1;
+    lib->loaded = 1;
 }

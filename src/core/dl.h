@@ -7,15 +7,38 @@
 
 #include <stddef.h>
 
+/* Where a loader looks last, after the dynamic loader's search: the build's
+ * CUDA toolkit (src/CMakeLists.txt defines it for the loaders). */
+#ifndef NS_CUDA_LIBRARY_DIR
+#define NS_CUDA_LIBRARY_DIR "/usr/local/cuda/lib64"
+#endif
+
 typedef struct ns_dl_sym {
     const char *name; /* the library's symbol */
     size_t offset;    /* of its pointer in the table */
 } ns_dl_sym;
 
-/* dlopen the first of `names` that loads and fill the table at `api` with
- * the n_syms symbols; the handle stays open for the process. 1 on success,
- * else 0 with the reason in why. */
-int ns_dl_table(const char *const *names, size_t n_names, const ns_dl_sym *syms, size_t n_syms, void *api,
-                char *why, size_t why_size);
+/* One library: the file names to try in order, its symbols, the table they
+ * fill; loaded (1 once the table is filled) and why (the reason it is not)
+ * are ns_dl_load's. */
+typedef struct ns_dl_lib {
+    const char *const *names;
+    size_t n_names;
+    const ns_dl_sym *syms;
+    size_t n_syms;
+    void *api;
+    int loaded;
+    char why[512];
+} ns_dl_lib;
+
+/* An ns_dl_lib of the arrays `names` and `syms` filling *api. */
+#define NS_DL_LIB(names, syms, api) \
+    {(names), sizeof(names) / sizeof *(names), (syms), sizeof(syms) / sizeof *(syms), (api), 0, ""}
+
+/* dlopen the first of lib's names that loads and fill its table with its
+ * symbols; the handle stays open for the process. Sets lib->loaded (1 on
+ * success) or lib->why. Not thread-safe: a loader calls it once
+ * (pthread_once). */
+void ns_dl_load(ns_dl_lib *lib);
 
 #endif

@@ -8,6 +8,16 @@
 #include "hines/mixed_plan.h"
 #include "tree/tree_impl.h"
 
+/* The branch arrays of a shape (decompose's output). */
+static void free_branches(ns_mixed_shape *m) {
+    free(m->br_start);
+    free(m->br_len);
+    free(m->br_parent);
+    free(m->br_level);
+    free(m->child_begin);
+    free(m->child);
+}
+
 void ns_mixed_shapes_free(ns_mixed_shapes *s) {
     if (!s || !s->shape) return;
     for (int32_t k = 0; k < s->count; ++k) {
@@ -15,12 +25,7 @@ void ns_mixed_shapes_free(ns_mixed_shapes *s) {
         free(m->perm);
         free(m->parent);
         free(m->edge);
-        free(m->br_start);
-        free(m->br_len);
-        free(m->br_parent);
-        free(m->br_level);
-        free(m->child_begin);
-        free(m->child);
+        free_branches(m);
     }
     free(s->shape);
     s->shape = NULL;
@@ -143,12 +148,7 @@ static ns_status decompose(ns_mixed_shape *m, const int32_t *nchild, const unsig
     int32_t nb = 0;
     for (int32_t k = 0; k < n; ++k)
         if (k == 0 || cut[k] || m->parent[k] != k - 1 || nchild[k - 1] != 1) ++nb;
-    free(m->br_start);
-    free(m->br_len);
-    free(m->br_parent);
-    free(m->br_level);
-    free(m->child_begin);
-    free(m->child);
+    free_branches(m);
     m->br_start = malloc((size_t)nb * sizeof(int32_t));
     m->br_len = malloc((size_t)nb * sizeof(int32_t));
     m->br_parent = malloc((size_t)nb * sizeof(int32_t));

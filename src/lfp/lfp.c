@@ -7,17 +7,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/pragma.h"
 #include "core/timer.h"
 #include "lfp/lfp_impl.h"
 #include "sim/sim_impl.h"
 
 #ifdef _OPENMP
 #include <omp.h>
-#define NS_PRAGMA(x) _Pragma(#x)
-#else
-#define NS_PRAGMA(x)
 #endif
-
 
 struct ns_lfp {
     ns_sim_t *sim;

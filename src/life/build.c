@@ -586,6 +586,19 @@ static ns_status build_model(builder *b, const char *bvals_name, const char *bve
     return s;
 }
 
+/* The end of both builds: the gradients freed, the time taken, r handed
+ * out on success (destroyed otherwise). */
+static ns_status finish(ns_status s, ns_gradients *gr, double t0, ns_life_built_t *r, ns_life_built_t **out) {
+    ns_gradients_free(gr);
+    r->stats.seconds = now() - t0;
+    if (s != NS_OK) {
+        ns_life_built_destroy(r);
+        return s;
+    }
+    *out = r;
+    return NS_OK;
+}
+
 ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char *bvecs_path, const char *tracks_path,
                         const ns_life_build_options *options, ns_life_built_t **out) {
     if (!dwi_path || !bvals_path || !bvecs_path || !tracks_path || !out)
@@ -614,14 +627,7 @@ ns_status ns_life_build(const char *dwi_path, const char *bvals_path, const char
         s = build_model(&b, bvals_path, bvecs_path, &gr, tracks_path, r);
     }
     ns_nifti_destroy(img);
-    ns_gradients_free(&gr);
-    r->stats.seconds = now() - t0;
-    if (s != NS_OK) {
-        ns_life_built_destroy(r);
-        return s;
-    }
-    *out = r;
-    return NS_OK;
+    return finish(s, &gr, t0, r, out);
 }
 
 static int finite_affine(const double *A) {
@@ -717,13 +723,5 @@ ns_status ns_life_build_arrays(const ns_life_image *dwi, const double *bvals, co
     memset(&b, 0, sizeof b);
     b.dwi_path = "dwi", b.tracks_path = "tracks", b.o = o, b.st = &r->stats;
     b.arr = dwi, b.info = &info, b.sl = tracks;
-    s = build_model(&b, "bvals", "bvecs", &gr, NULL, r);
-    ns_gradients_free(&gr);
-    r->stats.seconds = now() - t0;
-    if (s != NS_OK) {
-        ns_life_built_destroy(r);
-        return s;
-    }
-    *out = r;
-    return NS_OK;
+    return finish(build_model(&b, "bvals", "bvecs", &gr, NULL, r), &gr, t0, r, out);
 }

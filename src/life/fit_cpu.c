@@ -6,13 +6,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/pragma.h"
 #include "life/life_impl.h"
-
-#ifdef _OPENMP
-#define NS_PRAGMA(x) _Pragma(#x)
-#else
-#define NS_PRAGMA(x)
-#endif
 
 #define CHUNKS 64
 

@@ -10,13 +10,8 @@
 #endif
 
 #include "core/error.h"
+#include "core/pragma.h"
 #include "life/life_impl.h"
-
-#ifdef _OPENMP
-#define NS_PRAGMA(x) _Pragma(#x)
-#else
-#define NS_PRAGMA(x)
-#endif
 
 /* An explicit request is honoured (the tests exercise every partition). The
  * default (0) never oversubscribes: at most OpenMP's default, the processors

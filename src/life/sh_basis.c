@@ -18,14 +18,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/pragma.h"
 #include "life/life_impl.h"
 #include "neurosolve/life_io.h"
-
-#ifdef _OPENMP
-#define NS_PRAGMA(x) _Pragma(#x)
-#else
-#define NS_PRAGMA(x)
-#endif
 
 int ns_life_sh_count(int lmax) {
     if (lmax < 0 || lmax % 2) return 0;

@@ -12,15 +12,10 @@
 #endif
 
 #include "core/error.h"
+#include "core/pragma.h"
 #include "core/rng.h"
 #include "life/life_impl.h"
 #include "neurosolve/life_io.h"
-
-#ifdef _OPENMP
-#define NS_PRAGMA(x) _Pragma(#x)
-#else
-#define NS_PRAGMA(x)
-#endif
 
 static const double pi = 3.14159265358979323846;
 

@@ -87,13 +87,10 @@ void nm_put_addresses(gen *g, const char *field, int table) {
 }
 
 int nm_gfail(gen *g, int line, const char *fmt, ...) {
-    if (g->status) return -1;
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    nm_vfail(&g->status, NS_ERR_UNSUPPORTED, g->m->file, line, fmt, ap);
     va_end(ap);
-    g->status = ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: %s", g->m->file, line, msg);
     return -1;
 }
 

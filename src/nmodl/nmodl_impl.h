@@ -3,6 +3,7 @@
 #ifndef NS_NMODL_IMPL_H
 #define NS_NMODL_IMPL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "neurosolve/mechanism.h"
@@ -17,6 +18,12 @@ typedef struct nm_arena {
 void *nm_calloc(nm_arena *a, size_t n, size_t size);
 void *nm_realloc(nm_arena *a, void *old, size_t size); /* old: NULL or from this arena */
 void nm_arena_free(nm_arena *a);
+
+/* The first error of a pass (parser, back end, kinetic lowering): unless
+ * *status is already set, *status = code with "FILE:LINE: message" (the
+ * message from fmt and ap). Returns -1, the passes' failure value. */
+int nm_vfail(ns_status *status, ns_status code, const char *file, int line, const char *fmt, va_list ap)
+    NS_PRINTF_LIKE(5, 0);
 
 /* value = the factor of units `from` over that of units `to` (nmodl_units.c),
  * with the file's definitions alias[2k] = alias[2k + 1]; -1 with a message

@@ -25,13 +25,10 @@ typedef struct lower {
 
 static int lfail(lower *L, ns_status s, int line, const char *fmt, ...) NS_PRINTF_LIKE(4, 5);
 static int lfail(lower *L, ns_status s, int line, const char *fmt, ...) {
-    if (L->status) return -1;
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    nm_vfail(&L->status, s, L->m->file, line, fmt, ap);
     va_end(ap);
-    L->status = ns_fail(s, "%s:%d: %s", L->m->file, line, msg);
     return -1;
 }
 static int oom(lower *L, int line) { return lfail(L, NS_ERR_OUT_OF_MEMORY, line, "out of memory"); }

@@ -29,15 +29,20 @@ char *nm_ar_dupn(const char *s, size_t n) {
     return r;
 }
 
-int nm_perr(parser *p, ns_status status, int line, const char *fmt, ...) {
-    if (p->status) return -1;
+int nm_vfail(ns_status *status, ns_status code, const char *file, int line, const char *fmt, va_list ap) {
+    if (*status) return -1;
     char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    *status = ns_fail(code, "%s:%d: %s", file, line, msg);
+    return -1;
+}
+
+int nm_perr(parser *p, ns_status status, int line, const char *fmt, ...) {
+    const int f = line >> LINE_BITS;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    nm_vfail(&p->status, status, f < p->n_files ? p->files[f] : p->file, line & ((1 << LINE_BITS) - 1), fmt, ap);
     va_end(ap);
-    const int f = line >> LINE_BITS;
-    p->status = ns_fail(status, "%s:%d: %s", f < p->n_files ? p->files[f] : p->file, line & ((1 << LINE_BITS) - 1), msg);
     return -1;
 }
 

@@ -50,27 +50,24 @@ int32_t ns_tridiag_thomas_f32(int32_t n, ptrdiff_t stride, const float *dl, cons
     NS_THOMAS_BODY(float, fabsf)
 }
 
-/* Scratch on the stack up to this many unknowns [elements]: 32 KiB. */
+/* Scratch on the stack up to this many unknowns [elements]: 32 KiB; a
+ * larger system's from the heap (-2 when that fails). */
 #define NS_THOMAS_STACK 4096
+#define NS_THOMAS_ONE_BODY(T, THOMAS)                                                  \
+    if (n <= 0) return -1;                                                             \
+    T local[NS_THOMAS_STACK];                                                          \
+    T *work = n <= NS_THOMAS_STACK ? local : malloc((size_t)n * sizeof *work);         \
+    if (!work) return -2;                                                              \
+    int32_t r = THOMAS(n, stride, dl, d, du, x, work, (T)0);                           \
+    if (work != local) free(work);                                                     \
+    return r;
 
 int32_t ns_thomas_one(int32_t n, ptrdiff_t stride, const double *dl, const double *d,
                       const double *du, double *x) {
-    if (n <= 0) return -1;
-    double local[NS_THOMAS_STACK];
-    double *work = n <= NS_THOMAS_STACK ? local : malloc((size_t)n * sizeof *work);
-    if (!work) return -2;
-    int32_t r = ns_tridiag_thomas_f64(n, stride, dl, d, du, x, work, 0.0);
-    if (work != local) free(work);
-    return r;
+    NS_THOMAS_ONE_BODY(double, ns_tridiag_thomas_f64)
 }
 
 int32_t ns_thomas_one_f32(int32_t n, ptrdiff_t stride, const float *dl, const float *d,
                           const float *du, float *x) {
-    if (n <= 0) return -1;
-    float local[NS_THOMAS_STACK];
-    float *work = n <= NS_THOMAS_STACK ? local : malloc((size_t)n * sizeof *work);
-    if (!work) return -2;
-    int32_t r = ns_tridiag_thomas_f32(n, stride, dl, d, du, x, work, 0.0f);
-    if (work != local) free(work);
-    return r;
+    NS_THOMAS_ONE_BODY(float, ns_tridiag_thomas_f32)
 }

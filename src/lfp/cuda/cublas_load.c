@@ -4,38 +4,31 @@
  * 12's .so.12: the CUDA toolkit's or the nvidia-cublas wheel's, found by the
  * dynamic loader's search, then in the build's toolkit directory). */
 #include <pthread.h>
-#include <stdio.h>
 
 #include "core/dl.h"
 #include "lfp/cuda/cublas_api.h"
 
 static ns_cublas_api api;
-static int loaded = 0;
-static char why[512];
+static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+                                    NS_CUDA_LIBRARY_DIR "/libcublas.so"};
+static const ns_dl_sym syms[] = {
+    {"cublasCreate_v2", offsetof(ns_cublas_api, Create)},
+    {"cublasDestroy_v2", offsetof(ns_cublas_api, Destroy)},
+    {"cublasSetStream_v2", offsetof(ns_cublas_api, SetStream)},
+    {"cublasGetStatusString", offsetof(ns_cublas_api, GetStatusString)},
+    {"cublasDgemmStridedBatched", offsetof(ns_cublas_api, DgemmStridedBatched)},
+    {"cublasDgemmBatched", offsetof(ns_cublas_api, DgemmBatched)},
+};
+static ns_dl_lib lib = NS_DL_LIB(names, syms, &api);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void load(void) {
-#ifndef NS_CUDA_LIBRARY_DIR
-#define NS_CUDA_LIBRARY_DIR "/usr/local/cuda/lib64"
-#endif
-    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
-                                        NS_CUDA_LIBRARY_DIR "/libcublas.so"};
-    static const ns_dl_sym syms[] = {
-        {"cublasCreate_v2", offsetof(ns_cublas_api, Create)},
-        {"cublasDestroy_v2", offsetof(ns_cublas_api, Destroy)},
-        {"cublasSetStream_v2", offsetof(ns_cublas_api, SetStream)},
-        {"cublasGetStatusString", offsetof(ns_cublas_api, GetStatusString)},
-        {"cublasDgemmStridedBatched", offsetof(ns_cublas_api, DgemmStridedBatched)},
-        {"cublasDgemmBatched", offsetof(ns_cublas_api, DgemmBatched)},
-    };
-    loaded = ns_dl_table(names, sizeof names / sizeof *names, syms, sizeof syms / sizeof *syms, &api, why, sizeof why);
-}
+static void load(void) { ns_dl_load(&lib); }
 
 ns_status ns_cublas_load(const ns_cublas_api **out) {
     pthread_once(&once, load);
-    if (!loaded)
+    if (!lib.loaded)
         return ns_fail(NS_ERR_UNSUPPORTED, "the LFP of a CUDA simulation needs cuBLAS: %s (install the CUDA toolkit's "
-                       "libcublas or the nvidia-cublas wheel)", why);
+                       "libcublas or the nvidia-cublas wheel)", lib.why);
     *out = &api;
     return NS_OK;
 }

@@ -42,6 +42,20 @@ __global__ void ref_mty(const int32_t *atom, const int32_t *voxel, const int32_t
 
 // ------------------------------------------------------------ helpers
 
+// The warp's index in the grid.
+__device__ __forceinline__ int64_t warp_index() { return ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
+
+// The voxel kernels' warp: its voxel (the key of the voxel-sorted copy) and
+// its coefficients k0 .. k1 - 1; false for the warps past the last voxel.
+// kSkipEmpty: false for a voxel without coefficients too.
+template <bool kSkipEmpty>
+__device__ __forceinline__ bool warp_key(const int64_t *start, int32_t n_keys, int64_t *key, int64_t *k0, int64_t *k1) {
+    *key = warp_index();
+    if (*key >= n_keys) return false;
+    *k0 = start[*key], *k1 = start[*key + 1];
+    return !kSkipEmpty || *k0 != *k1;
+}
+
 __device__ __forceinline__ double warp_sum(double x) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(FULL, x, o);
@@ -93,7 +107,7 @@ __global__ void coeff_mw(const int32_t *atom, const int32_t *voxel, const int32_
                          const double *value, int64_t n_coeffs, int tp, const double *D,
                          const double *w, double *y) {
     const int lane = threadIdx.x & 31;
-    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t warp = warp_index();
     const int64_t n_warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
     for (int64_t base = warp * 32; base < n_coeffs; base += n_warps * 32) {
         const int64_t k = base + lane;
@@ -135,7 +149,7 @@ __global__ void coeff_mty(const int32_t *atom, const int32_t *voxel, const int32
                           const double *value, int64_t n_coeffs, int tp, const double *D,
                           const double *y, double *w) {
     const int lane = threadIdx.x & 31;
-    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t warp = warp_index();
     const int64_t n_warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
     for (int64_t base = warp * 32; base < n_coeffs; base += n_warps * 32) {
         const int64_t k = base + lane;
@@ -226,6 +240,19 @@ template <> struct dict_vec<__half> {
     }
 };
 
+// The rows of one gathered column that lane g of a group holds, from `col`
+// (the column's row g V): f(c, i, d) with d = row 32 c + g V + i, type C.
+template <int NT, typename T, typename F>
+__device__ __forceinline__ void each_dict_row(const T *col, F f) {
+#pragma unroll
+    for (int c = 0; c < NT; ++c) {
+        typename dict_vec<T>::C d[dict_vec<T>::V];
+        dict_vec<T>::load(col + 32 * c, d);
+#pragma unroll
+        for (int i = 0; i < dict_vec<T>::V; ++i) f(c, i, d[i]);
+    }
+}
+
 // Bit position of the n-th (0-based) set bit of m; n < popc(m).
 __device__ __forceinline__ int nth_set_bit(unsigned m, int n) {
     int pos = 0;
@@ -249,9 +276,8 @@ voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const 
     typedef typename dict_vec<T>::C C;
     constexpr int V = dict_vec<T>::V, G = 32 / V;
     const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
-    const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (vox >= n_voxels) return;
-    const int64_t k0 = start[vox], k1 = start[vox + 1];
+    int64_t vox, k0, k1;
+    if (!warp_key<false>(start, n_voxels, &vox, &k0, &k1)) return;
     C acc[NT][V];
 #pragma unroll
     for (int c = 0; c < NT; ++c)
@@ -275,16 +301,7 @@ voxel_mw(const int64_t *start, const int32_t *atom, const int32_t *fiber, const 
             const int j = t + q;
             const C sj = __shfl_sync(FULL, sc, j & 31);
             const int32_t aj = __shfl_sync(FULL, a, j & 31);
-            if (j < n) {
-                const T *col = D + (int64_t)aj * tp + g * V;
-#pragma unroll
-                for (int c = 0; c < NT; ++c) {
-                    C d[V];
-                    dict_vec<T>::load(col + 32 * c, d);
-#pragma unroll
-                    for (int i = 0; i < V; ++i) acc[c][i] += sj * d[i];
-                }
-            }
+            if (j < n) each_dict_row<NT>(D + (int64_t)aj * tp + g * V, [&](int c, int i, C d) { acc[c][i] += sj * d; });
         }
     }
     double sum[NT][V];
@@ -320,10 +337,8 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
     typedef typename dict_vec<T>::C C;
     constexpr int V = dict_vec<T>::V, G = 32 / V;
     const int lane = threadIdx.x & 31, q = lane / G, g = lane % G;
-    const int64_t vox = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (vox >= n_voxels) return;
-    const int64_t k0 = start[vox], k1 = start[vox + 1];
-    if (k0 == k1) return;
+    int64_t vox, k0, k1;
+    if (!warp_key<true>(start, n_voxels, &vox, &k0, &k1)) return;
     C r[NT][V];
     {
         const double *col = y + vox * tp + g * V;
@@ -346,16 +361,7 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
             const int j = t + q;
             const int32_t aj = __shfl_sync(FULL, a, j & 31);
             C p = 0;
-            if (j < count) {
-                const T *col = D + (int64_t)aj * tp + g * V;
-#pragma unroll
-                for (int c = 0; c < NT; ++c) {
-                    C d[V];
-                    dict_vec<T>::load(col + 32 * c, d);
-#pragma unroll
-                    for (int i = 0; i < V; ++i) p += r[c][i] * d[i];
-                }
-            }
+            if (j < count) each_dict_row<NT>(D + (int64_t)aj * tp + g * V, [&](int c, int i, C d) { p += r[c][i] * d; });
 #pragma unroll
             for (int o = 1; o < G; o <<= 1) p += __shfl_xor_sync(FULL, p, o);
             const C got = __shfl_sync(FULL, p, from);
@@ -377,7 +383,7 @@ __global__ void atom_mw(const int64_t *start, const int32_t *voxel, const int32_
                         const double *value, int32_t n_atoms, int tp, const double *D,
                         const double *w, double *y) {
     const int lane = threadIdx.x & 31;
-    const int64_t at = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t at = warp_index();
     if (at >= n_atoms) return;
     const int64_t k0 = start[at], k1 = start[at + 1];
     if (k0 == k1) return;
@@ -411,7 +417,7 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
                          const double *value, int32_t n_atoms, int tp, const double *D,
                          const double *y, double *w) {
     const int lane = threadIdx.x & 31;
-    const int64_t at = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t at = warp_index();
     if (at >= n_atoms) return;
     const int64_t k0 = start[at], k1 = start[at + 1];
     if (k0 == k1) return;
@@ -453,109 +459,70 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
 #define LR_VOX 8
 extern __shared__ double lr_smem[];
 
-// y(:, v) = U P(:, v) for every voxel; Ut is U^T (r x tp, row j = column j of
-// U, zero in rows n_theta..tp-1 of U), P is r x n_voxels. Writes every row of y.
-template <int NT>
+// Z(:, v) = A^T X(:, v) for every voxel, A n_in rows of out_rows (row-major):
+//   expand  (PROJECT false): y(:, v) = U P(:, v), A = Ut = U^T (r x tp, row j
+//            = column j of U, zero in rows n_theta..tp-1 of U), X = P (r x
+//            n_voxels), n_in = r, Z = y (every row written, streamed; n_theta
+//            unused);
+//   project (PROJECT true):  Q(:, v) = U^T y(:, v), A = Un = U (tp x r,
+//            row-major: entry (row, j) at row * r + j; rows n_theta..tp-1
+//            zero), X = y (tp x n_voxels), n_in = n_theta, Z = Q (r x
+//            n_voxels; r <= tp: lane l holds components l + 32 c < r).
+template <int NT, bool PROJECT>
 __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
-lr_expand(const double *Ut, const double *P, int r, int32_t n_voxels, double *y) {
+lr_apply(const double *A, const double *X, int r, int n_theta, int32_t n_voxels, double *Z) {
     constexpr int tp = 32 * NT;
+    const int n_in = PROJECT ? n_theta : r, in_rows = PROJECT ? tp : r, out_rows = PROJECT ? r : tp;
     const int lane = threadIdx.x & 31;
-    double *sp = lr_smem + (size_t)(threadIdx.x >> 5) * LR_VOX * tp; /* [b][j], j < r <= tp */
-    const int64_t v0 = (((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * LR_VOX;
+    double *sx = lr_smem + (size_t)(threadIdx.x >> 5) * LR_VOX * tp; /* [b][j], j < n_in <= tp */
+    const int64_t v0 = warp_index() * LR_VOX;
     if (v0 >= n_voxels) return;
     const int nb = n_voxels - v0 < LR_VOX ? (int)(n_voxels - v0) : LR_VOX;
     for (int b = 0; b < LR_VOX; ++b)
-        for (int j = lane; j < r; j += 32) sp[b * tp + j] = b < nb ? __ldcs(P + (v0 + b) * r + j) : 0.0;
+        for (int j = lane; j < n_in; j += 32) sx[b * tp + j] = b < nb ? __ldcs(X + (v0 + b) * in_rows + j) : 0.0;
     __syncwarp();
     double acc[NT][LR_VOX];
 #pragma unroll
     for (int c = 0; c < NT; ++c)
 #pragma unroll
         for (int b = 0; b < LR_VOX; ++b) acc[c][b] = 0.0;
-    for (int j = 0; j < r; ++j) {
+    for (int j = 0; j < n_in; ++j) {
         double u[NT];
 #pragma unroll
-        for (int c = 0; c < NT; ++c) u[c] = __ldg(Ut + (int64_t)j * tp + lane + 32 * c);
+        for (int c = 0; c < NT; ++c)
+            u[c] = !PROJECT || 32 * c + lane < r ? __ldg(A + (int64_t)j * out_rows + lane + 32 * c) : 0.0;
 #pragma unroll
         for (int b = 0; b < LR_VOX; ++b) {
-            const double pb = sp[b * tp + j];
+            const double xb = sx[b * tp + j];
 #pragma unroll
-            for (int c = 0; c < NT; ++c) acc[c][b] += u[c] * pb;
+            for (int c = 0; c < NT; ++c) acc[c][b] += u[c] * xb;
         }
     }
 #pragma unroll
     for (int b = 0; b < LR_VOX; ++b)
         if (b < nb)
 #pragma unroll
-            for (int c = 0; c < NT; ++c) __stcs(y + (v0 + b) * tp + lane + 32 * c, acc[c][b]);
+            for (int c = 0; c < NT; ++c) {
+                if (!PROJECT)
+                    __stcs(Z + (v0 + b) * out_rows + lane + 32 * c, acc[c][b]);
+                else if (32 * c + lane < r)
+                    Z[(v0 + b) * out_rows + lane + 32 * c] = acc[c][b];
+            }
 }
 
-// Q(:, v) = U^T y(:, v) for every voxel; Un is U (tp x r, row-major: entry
-// (row, j) at row * r + j; rows n_theta..tp-1 zero), y is tp x n_voxels,
-// Q is r x n_voxels (r <= tp: lane l holds components l + 32 c < r).
+// lr_apply's block shape: as many of the 4 warps as fit 48 KB of dynamic
+// shared memory (LR_VOX x tp doubles each).
 template <int NT>
-__global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
-lr_project(const double *Un, const double *y, int r, int n_theta, int32_t n_voxels, double *Q) {
+static void launch_lr(bool project, const double *A, const double *X, int r, int n_theta, int32_t n_voxels,
+                      double *Z, cudaStream_t s) {
     constexpr int tp = 32 * NT;
-    const int lane = threadIdx.x & 31;
-    double *sy = lr_smem + (size_t)(threadIdx.x >> 5) * LR_VOX * tp; /* [b][i], i < n_theta <= tp */
-    const int64_t v0 = (((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * LR_VOX;
-    if (v0 >= n_voxels) return;
-    const int nb = n_voxels - v0 < LR_VOX ? (int)(n_voxels - v0) : LR_VOX;
-    for (int b = 0; b < LR_VOX; ++b)
-        for (int i = lane; i < n_theta; i += 32) sy[b * tp + i] = b < nb ? __ldcs(y + (v0 + b) * tp + i) : 0.0;
-    __syncwarp();
-    double acc[NT][LR_VOX];
-#pragma unroll
-    for (int c = 0; c < NT; ++c)
-#pragma unroll
-        for (int b = 0; b < LR_VOX; ++b) acc[c][b] = 0.0;
-    for (int i = 0; i < n_theta; ++i) {
-        double u[NT];
-#pragma unroll
-        for (int c = 0; c < NT; ++c) u[c] = 32 * c + lane < r ? __ldg(Un + (int64_t)i * r + lane + 32 * c) : 0.0;
-#pragma unroll
-        for (int b = 0; b < LR_VOX; ++b) {
-            const double yb = sy[b * tp + i];
-#pragma unroll
-            for (int c = 0; c < NT; ++c) acc[c][b] += u[c] * yb;
-        }
-    }
-#pragma unroll
-    for (int b = 0; b < LR_VOX; ++b)
-        if (b < nb)
-#pragma unroll
-            for (int c = 0; c < NT; ++c)
-                if (32 * c + lane < r) Q[(v0 + b) * r + lane + 32 * c] = acc[c][b];
-}
-
-// Block shape of the two kernels: as many of the 4 warps as fit 48 KB of
-// dynamic shared memory (LR_VOX x tp doubles each).
-static void lr_shape(int tp, int32_t n_voxels, int *grid, int *threads, size_t *smem) {
     int warps = WARPS_PER_BLOCK;
     while (warps > 1 && (size_t)warps * LR_VOX * tp * sizeof(double) > 48 * 1024) --warps;
     const int64_t groups = ((int64_t)n_voxels + LR_VOX - 1) / LR_VOX;
     const int64_t blocks = (groups + warps - 1) / warps;
-    *grid = blocks < 1 ? 1 : (int)blocks;
-    *threads = 32 * warps;
-    *smem = (size_t)warps * LR_VOX * tp * sizeof(double);
-}
-
-template <int NT>
-static void launch_lr_expand(const double *Ut, const double *P, int r, int32_t n_voxels, double *y, cudaStream_t s) {
-    int grid = 0, threads = 0;
-    size_t smem = 0;
-    lr_shape(32 * NT, n_voxels, &grid, &threads, &smem);
-    lr_expand<NT><<<grid, threads, smem, s>>>(Ut, P, r, n_voxels, y);
-}
-
-template <int NT>
-static void launch_lr_project(const double *Un, const double *y, int r, int n_theta, int32_t n_voxels, double *Q,
-                              cudaStream_t s) {
-    int grid = 0, threads = 0;
-    size_t smem = 0;
-    lr_shape(32 * NT, n_voxels, &grid, &threads, &smem);
-    lr_project<NT><<<grid, threads, smem, s>>>(Un, y, r, n_theta, n_voxels, Q);
+    const int grid = blocks < 1 ? 1 : (int)blocks;
+    const size_t smem = (size_t)warps * LR_VOX * tp * sizeof(double);
+    (project ? lr_apply<NT, true> : lr_apply<NT, false>)<<<grid, 32 * warps, smem, s>>>(A, X, r, n_theta, n_voxels, Z);
 }
 
 // ------------------------------------------------------------ launchers
@@ -566,68 +533,39 @@ static int grid_for(int64_t warps, int blocks_hint) {
     return blocks < 1 ? 1 : (int)blocks;
 }
 
+// One product with Tp = 32 NT rows: y = M w (mty false: in = w, out = y) or
+// w = M^T y (mty true: in = y, out = w); the two kernels of each partition
+// take the same arguments.
+template <int NT, typename T>
+static void launch_voxel(bool mty, const ns_life_dev_phi *p, int tp, const T *D, double scale, const double *in,
+                         double *out, cudaStream_t s) {
+    (mty ? voxel_mty<NT, T> : voxel_mw<NT, T>)<<<grid_for(p->n_keys, 0), 32 * WARPS_PER_BLOCK, 0, s>>>(
+        p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D, scale, in, out);
+}
+
 template <int NT>
-static void launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int tp,
-                      const double *D, const void *Dr, double scale, const double *w, double *y,
-                      int hint, cudaStream_t s) {
+static void launch_product(bool mty, ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int tp,
+                           const double *D, const void *Dr, double scale, const double *in, double *out, int hint,
+                           cudaStream_t s) {
     const int threads = 32 * WARPS_PER_BLOCK;
-    const int vgrid = grid_for(p->n_keys, 0);
     if (kernel == NS_LIFE_K_VOXEL_F32D) {
-        voxel_mw<NT, float><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
-                                                      (const float *)Dr, 1.0, w, y);
+        launch_voxel<NT, float>(mty, p, tp, (const float *)Dr, 1.0, in, out, s);
     } else if (kernel == NS_LIFE_K_VOXEL_F16D) {
-        voxel_mw<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
-                                                       (const __half *)Dr, scale, w, y);
+        launch_voxel<NT, __half>(mty, p, tp, (const __half *)Dr, scale, in, out, s);
     } else if (kernel == NS_LIFE_K_COEFF) {
-        coeff_mw<NT><<<grid_for((p->n_coeffs + 31) / 32, hint * 8), threads, 0, s>>>(
-            p->atom, p->voxel, p->fiber, p->value, p->n_coeffs, tp, D, w, y);
+        (mty ? coeff_mty<NT> : coeff_mw<NT>)<<<grid_for((p->n_coeffs + 31) / 32, hint * 8), threads, 0, s>>>(
+            p->atom, p->voxel, p->fiber, p->value, p->n_coeffs, tp, D, in, out);
     } else if (by_voxel) {
-        voxel_mw<NT, double><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D,
-                                                       1.0, w, y);
+        launch_voxel<NT, double>(mty, p, tp, D, 1.0, in, out, s);
     } else {
-        atom_mw<NT><<<vgrid, threads, 0, s>>>(p->start, p->voxel, p->fiber, p->value, p->n_keys, tp, D, w, y);
+        (mty ? atom_mty<NT> : atom_mw<NT>)<<<grid_for(p->n_keys, 0), threads, 0, s>>>(
+            p->start, p->voxel, p->fiber, p->value, p->n_keys, tp, D, in, out);
     }
 }
 
-template <int NT>
-static void launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int tp,
-                       const double *D, const void *Dr, double scale, const double *y, double *w,
-                       int hint, cudaStream_t s) {
-    const int threads = 32 * WARPS_PER_BLOCK;
-    const int vgrid = grid_for(p->n_keys, 0);
-    if (kernel == NS_LIFE_K_VOXEL_F32D) {
-        voxel_mty<NT, float><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
-                                                       (const float *)Dr, 1.0, y, w);
-    } else if (kernel == NS_LIFE_K_VOXEL_F16D) {
-        voxel_mty<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp,
-                                                        (const __half *)Dr, scale, y, w);
-    } else if (kernel == NS_LIFE_K_COEFF) {
-        coeff_mty<NT><<<grid_for((p->n_coeffs + 31) / 32, hint * 8), threads, 0, s>>>(
-            p->atom, p->voxel, p->fiber, p->value, p->n_coeffs, tp, D, y, w);
-    } else if (by_voxel) {
-        voxel_mty<NT, double><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, tp, D,
-                                                        1.0, y, w);
-    } else {
-        atom_mty<NT><<<vgrid, threads, 0, s>>>(p->start, p->voxel, p->fiber, p->value, p->n_keys, tp, D, y, w);
-    }
-}
-
-template <int NT>
-static void launch_voxel_half_mw(const ns_life_dev_phi *p, const __half *C, double scale, const double *w,
-                                 double *P, int vgrid, int threads, cudaStream_t s) {
-    voxel_mw<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, 32 * NT, C,
-                                                   scale, w, P);
-}
-
-template <int NT>
-static void launch_voxel_half_mty(const ns_life_dev_phi *p, const __half *C, double scale, const double *Q,
-                                  double *w, int vgrid, int threads, cudaStream_t s) {
-    voxel_mty<NT, __half><<<vgrid, threads, 0, s>>>(p->start, p->atom, p->fiber, p->value, p->n_keys, 32 * NT, C,
-                                                    scale, Q, w);
-}
-
-#define NS_LIFE_DISPATCH(fn, ...)                 \
-    switch (tp / 32) {                            \
+// fn<n>(...) for n = 1 .. 8 chunks of 32 rows.
+#define NS_LIFE_DISPATCH(n, fn, ...)              \
+    switch (n) {                                  \
     case 1: fn<1>(__VA_ARGS__); break;            \
     case 2: fn<2>(__VA_ARGS__); break;            \
     case 3: fn<3>(__VA_ARGS__); break;            \
@@ -639,45 +577,43 @@ static void launch_voxel_half_mty(const ns_life_dev_phi *p, const __half *C, dou
     default: return cudaErrorInvalidValue;        \
     }
 
+// ns_life_launch_mw and ns_life_launch_mty: out (n_zero entries) zeroed
+// first unless n_zero is 0 (the kernel writes all of it).
+static cudaError_t product(bool mty, ns_life_kernel kernel, const ns_life_dev_phi *p, int by_voxel, int32_t n_theta,
+                           int32_t tp, size_t n_zero, const double *D, const void *Dr, double scale,
+                           const double *in, double *out, int hint, cudaStream_t s) {
+    if (n_zero) {
+        cudaError_t e = cudaMemsetAsync(out, 0, n_zero * sizeof(double), s);
+        if (e != cudaSuccess) return e;
+    }
+    if (p->n_coeffs == 0) return cudaGetLastError();
+    if (kernel == NS_LIFE_K_REFERENCE) {
+        (mty ? ref_mty : ref_mw)<<<hint > 0 ? hint : 1, 256, 0, s>>>(p->atom, p->voxel, p->fiber, p->value,
+                                                                     p->n_coeffs, n_theta, tp, D, in, out);
+        return cudaGetLastError();
+    }
+    const bool reduced = kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
+    if (((kernel == NS_LIFE_K_KEY || reduced) && !p->start) || (reduced && (!by_voxel || !Dr)))
+        return cudaErrorInvalidValue;
+    NS_LIFE_DISPATCH(tp / 32, launch_product, mty, kernel, p, by_voxel, tp, D, Dr, scale, in, out, hint, s);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t ns_life_launch_mw(ns_life_kernel kernel, const ns_life_dev_phi *p,
                                          int by_voxel, int32_t n_theta, int32_t tp,
                                          int32_t n_voxels, const double *D, const void *Dr, double scale,
                                          const double *w, double *y, int hint, cudaStream_t s) {
     const bool voxel = kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
     const bool writes_all = voxel && by_voxel && p->n_keys == n_voxels;
-    if (!writes_all) {
-        cudaError_t e = cudaMemsetAsync(y, 0, (size_t)tp * (size_t)n_voxels * sizeof(double), s);
-        if (e != cudaSuccess) return e;
-    }
-    if (p->n_coeffs == 0) return cudaGetLastError();
-    if (kernel == NS_LIFE_K_REFERENCE) {
-        ref_mw<<<hint > 0 ? hint : 1, 256, 0, s>>>(p->atom, p->voxel, p->fiber, p->value,
-                                                   p->n_coeffs, n_theta, tp, D, w, y);
-        return cudaGetLastError();
-    }
-    const bool reduced = kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
-    if ((voxel && !p->start) || (reduced && (!by_voxel || !Dr))) return cudaErrorInvalidValue;
-    NS_LIFE_DISPATCH(launch_mw, kernel, p, by_voxel, tp, D, Dr, scale, w, y, hint, s);
-    return cudaGetLastError();
+    return product(false, kernel, p, by_voxel, n_theta, tp, writes_all ? 0 : (size_t)tp * (size_t)n_voxels, D, Dr,
+                   scale, w, y, hint, s);
 }
 
 extern "C" cudaError_t ns_life_launch_mty(ns_life_kernel kernel, const ns_life_dev_phi *p,
                                           int by_voxel, int32_t n_theta, int32_t tp,
                                           int32_t n_fibers, const double *D, const void *Dr, double scale,
                                           const double *y, double *w, int hint, cudaStream_t s) {
-    const bool voxel = kernel == NS_LIFE_K_KEY || kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
-    cudaError_t e = cudaMemsetAsync(w, 0, (size_t)n_fibers * sizeof(double), s);
-    if (e != cudaSuccess) return e;
-    if (p->n_coeffs == 0) return cudaGetLastError();
-    if (kernel == NS_LIFE_K_REFERENCE) {
-        ref_mty<<<hint > 0 ? hint : 1, 256, 0, s>>>(p->atom, p->voxel, p->fiber, p->value,
-                                                    p->n_coeffs, n_theta, tp, D, y, w);
-        return cudaGetLastError();
-    }
-    const bool reduced = kernel == NS_LIFE_K_VOXEL_F32D || kernel == NS_LIFE_K_VOXEL_F16D;
-    if ((voxel && !p->start) || (reduced && (!by_voxel || !Dr))) return cudaErrorInvalidValue;
-    NS_LIFE_DISPATCH(launch_mty, kernel, p, by_voxel, tp, D, Dr, scale, y, w, hint, s);
-    return cudaGetLastError();
+    return product(true, kernel, p, by_voxel, n_theta, tp, (size_t)n_fibers, D, Dr, scale, y, w, hint, s);
 }
 
 extern "C" cudaError_t ns_life_launch_lr_mw(const ns_life_dev_phi *p, int32_t r, int32_t tp, int32_t n_voxels,
@@ -687,24 +623,12 @@ extern "C" cudaError_t ns_life_launch_lr_mw(const ns_life_dev_phi *p, int32_t r,
         return cudaErrorInvalidValue;
     if (p->n_coeffs > 0) {
         /* P = C Z: the float16 voxel kernel on the r-row factor (writes every column) */
-        const int threads = 32 * WARPS_PER_BLOCK, vgrid = grid_for(p->n_keys, 0);
-        const __half *C = (const __half *)C16;
-        switch (r / 32) {
-        case 1: launch_voxel_half_mw<1>(p, C, scale, w, P, vgrid, threads, s); break;
-        case 2: launch_voxel_half_mw<2>(p, C, scale, w, P, vgrid, threads, s); break;
-        case 3: launch_voxel_half_mw<3>(p, C, scale, w, P, vgrid, threads, s); break;
-        case 4: launch_voxel_half_mw<4>(p, C, scale, w, P, vgrid, threads, s); break;
-        case 5: launch_voxel_half_mw<5>(p, C, scale, w, P, vgrid, threads, s); break;
-        case 6: launch_voxel_half_mw<6>(p, C, scale, w, P, vgrid, threads, s); break;
-        case 7: launch_voxel_half_mw<7>(p, C, scale, w, P, vgrid, threads, s); break;
-        case 8: launch_voxel_half_mw<8>(p, C, scale, w, P, vgrid, threads, s); break;
-        default: return cudaErrorInvalidValue;
-        }
+        NS_LIFE_DISPATCH(r / 32, launch_product, false, NS_LIFE_K_VOXEL_F16D, p, 1, r, NULL, C16, scale, w, P, 0, s);
     } else {
         cudaError_t e = cudaMemsetAsync(P, 0, (size_t)r * (size_t)n_voxels * sizeof(double), s);
         if (e != cudaSuccess) return e;
     }
-    NS_LIFE_DISPATCH(launch_lr_expand, Ut, P, r, n_voxels, y, s);
+    NS_LIFE_DISPATCH(tp / 32, launch_lr, false, Ut, P, r, 0, n_voxels, y, s);
     return cudaGetLastError();
 }
 
@@ -717,19 +641,7 @@ extern "C" cudaError_t ns_life_launch_lr_mty(const ns_life_dev_phi *p, int32_t r
     cudaError_t e = cudaMemsetAsync(w, 0, (size_t)n_fibers * sizeof(double), s);
     if (e != cudaSuccess) return e;
     if (p->n_coeffs == 0) return cudaGetLastError();
-    NS_LIFE_DISPATCH(launch_lr_project, Un, y, r, n_theta, n_voxels, Q, s);
-    const int threads = 32 * WARPS_PER_BLOCK, vgrid = grid_for(p->n_keys, 0);
-    const __half *C = (const __half *)C16;
-    switch (r / 32) {
-    case 1: launch_voxel_half_mty<1>(p, C, scale, Q, w, vgrid, threads, s); break;
-    case 2: launch_voxel_half_mty<2>(p, C, scale, Q, w, vgrid, threads, s); break;
-    case 3: launch_voxel_half_mty<3>(p, C, scale, Q, w, vgrid, threads, s); break;
-    case 4: launch_voxel_half_mty<4>(p, C, scale, Q, w, vgrid, threads, s); break;
-    case 5: launch_voxel_half_mty<5>(p, C, scale, Q, w, vgrid, threads, s); break;
-    case 6: launch_voxel_half_mty<6>(p, C, scale, Q, w, vgrid, threads, s); break;
-    case 7: launch_voxel_half_mty<7>(p, C, scale, Q, w, vgrid, threads, s); break;
-    case 8: launch_voxel_half_mty<8>(p, C, scale, Q, w, vgrid, threads, s); break;
-    default: return cudaErrorInvalidValue;
-    }
+    NS_LIFE_DISPATCH(tp / 32, launch_lr, true, Un, y, r, n_theta, n_voxels, Q, s);
+    NS_LIFE_DISPATCH(r / 32, launch_product, true, NS_LIFE_K_VOXEL_F16D, p, 1, r, NULL, C16, scale, Q, w, 0, s);
     return cudaGetLastError();
 }

@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "tridiag/cuda/kernels.h"
+#include "tridiag/cuda/pivot.cuh"
 
 namespace {
 
@@ -47,16 +48,6 @@ constexpr int kBlockMax = 512;   // block method: at most 512 threads per system
 template <int M, bool kBlock>
 __host__ __device__ constexpr int per_thread_region() {
     return kBlock && M + 1 < 6 ? 6 : M + 1;
-}
-
-template <typename T>
-__device__ __forceinline__ bool bad_pivot(T p, T scale, T tol) {
-    return !(fabs(p) > tol * scale) || isinf(p);
-}
-
-__device__ __forceinline__ void report(unsigned long long *err, long long system, long long unknown) {
-    atomicMin(err, (static_cast<unsigned long long>(system) << 32) |
-                       static_cast<unsigned long long>(unknown));
 }
 
 // Where the warp's staged element `local` (0 .. 32M-1) lives, as an offset

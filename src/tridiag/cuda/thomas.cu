@@ -10,20 +10,11 @@
 #include <cstdint>
 
 #include "tridiag/cuda/kernels.h"
+#include "tridiag/cuda/pivot.cuh"
 
 namespace {
 
 constexpr int kThreads = 256;
-
-template <typename T>
-__device__ __forceinline__ bool bad_pivot(T p, T scale, T tol) {
-    return !(fabs(p) > tol * scale) || isinf(p);
-}
-
-__device__ __forceinline__ void report(unsigned long long *err, long long system, long long unknown) {
-    atomicMin(err, (static_cast<unsigned long long>(system) << 32) |
-                       static_cast<unsigned long long>(unknown));
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -67,24 +58,29 @@ thomas_kernel(int n, int batch, const T *__restrict__ dl, const T *__restrict__ 
     }
 }
 
+// The variable-size batch, two ways (kCP):
 // Computing padding (CP): every thread runs all nmax rows; rows past its
 // size are identity rows (0, 1, 0 | 0) built in registers, so loads and
 // stores are predicated but the loop and the addresses stay in lockstep
 // across the warp (coalesced). The padding never reaches the real rows
 // because du at the last real row is taken as 0.
-template <typename T>
+// No computing padding (NCP): each thread stops at its own size. Fewer
+// loads and flops, but threads of a warp leave the loop at different rows
+// and the backward sweep starts at different rows, so a warp's accesses are
+// no longer one contiguous segment (the paper's Fig. 13 effect).
+template <typename T, bool kCP>
 __global__ void __launch_bounds__(kThreads)
-vbatch_cp_kernel(int nmax, int batch, const int *__restrict__ sizes, const T *__restrict__ dl,
-                 const T *__restrict__ d, T *__restrict__ du, T *__restrict__ x, T tol,
-                 unsigned long long *err) {
+vbatch_kernel(int nmax, int batch, const int *__restrict__ sizes, const T *__restrict__ dl,
+              const T *__restrict__ d, T *__restrict__ du, T *__restrict__ x, T tol,
+              unsigned long long *err) {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= batch) return;
     const int n = sizes[s];
     const size_t B = static_cast<size_t>(batch);
     T cp = T(0), xp = T(0);
-    for (int k = 0; k < nmax; ++k) {
+    for (int k = 0; k < (kCP ? nmax : n); ++k) {
         const size_t i = static_cast<size_t>(k) * B + s;
-        const bool live = k < n;
+        const bool live = !kCP || k < n;
         const T a = live && k > 0 ? dl[i] : T(0);
         const T b = live ? d[i] : T(1);
         const T c = k + 1 < n ? du[i] : T(0);
@@ -100,54 +96,25 @@ vbatch_cp_kernel(int nmax, int batch, const int *__restrict__ sizes, const T *__
         if (k + 1 < n) du[i] = cp;
         if (live) x[i] = xp;
     }
-    // Backward over all rows: padding rows give x = 0; the last real row
-    // keeps x' (its c' is 0).
-    T xn = T(0);
-    for (int k = nmax - 1; k >= 0; --k) {
-        const size_t i = static_cast<size_t>(k) * B + s;
-        if (k + 1 < n) {
-            xn = x[i] - du[i] * xn;
-            x[i] = xn;
-        } else {
-            xn = k < n ? x[i] : T(0);
+    if constexpr (kCP) {
+        // Backward over all rows: padding rows give x = 0; the last real row
+        // keeps x' (its c' is 0).
+        T xn = T(0);
+        for (int k = nmax - 1; k >= 0; --k) {
+            const size_t i = static_cast<size_t>(k) * B + s;
+            if (k + 1 < n) {
+                xn = x[i] - du[i] * xn;
+                x[i] = xn;
+            } else {
+                xn = k < n ? x[i] : T(0);
+            }
         }
-    }
-}
-
-// No computing padding (NCP): each thread stops at its own size. Fewer
-// loads and flops, but threads of a warp leave the loop at different rows
-// and the backward sweep starts at different rows, so a warp's accesses are
-// no longer one contiguous segment (the paper's Fig. 13 effect).
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-vbatch_ncp_kernel(int batch, const int *__restrict__ sizes, const T *__restrict__ dl,
-                  const T *__restrict__ d, T *__restrict__ du, T *__restrict__ x, T tol,
-                  unsigned long long *err) {
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= batch) return;
-    const int n = sizes[s];
-    const size_t B = static_cast<size_t>(batch);
-    T cp = T(0), xp = T(0);
-    for (int k = 0; k < n; ++k) {
-        const size_t i = static_cast<size_t>(k) * B + s;
-        const T a = k > 0 ? dl[i] : T(0);
-        const T b = d[i];
-        const T c = k + 1 < n ? du[i] : T(0);
-        const T p = b - a * cp;
-        if (bad_pivot(p, fabs(a) + fabs(b) + fabs(c), tol)) {
-            report(err, s, k);
-            return;
+    } else {
+        for (int k = n - 2; k >= 0; --k) {
+            const size_t i = static_cast<size_t>(k) * B + s;
+            xp = x[i] - du[i] * xp;
+            x[i] = xp;
         }
-        const T inv = T(1) / p;
-        cp = c * inv;
-        xp = (x[i] - a * xp) * inv;
-        if (k + 1 < n) du[i] = cp;
-        x[i] = xp;
-    }
-    for (int k = n - 2; k >= 0; --k) {
-        const size_t i = static_cast<size_t>(k) * B + s;
-        xp = x[i] - du[i] * xp;
-        x[i] = xp;
     }
 }
 
@@ -269,28 +236,21 @@ extern "C" cudaError_t ns_td_launch_thomas(const ns_td_args *a, cudaStream_t str
     return cudaGetLastError();
 }
 
+template <typename T>
+static void launch_vbatch(const ns_td_args *a, bool computing_padding, T tol, cudaStream_t stream) {
+    const unsigned grid = static_cast<unsigned>((a->batch + kThreads - 1) / kThreads);
+    const T *dl = static_cast<const T *>(a->dl), *d = static_cast<const T *>(a->d);
+    T *du = static_cast<T *>(a->du), *x = static_cast<T *>(a->x);
+    (computing_padding ? vbatch_kernel<T, true> : vbatch_kernel<T, false>)<<<grid, kThreads, 0, stream>>>(
+        a->n, a->batch, a->sizes, dl, d, du, x, tol, a->err);
+}
+
 extern "C" cudaError_t ns_td_launch_vbatch(const ns_td_args *a, int computing_padding,
                                            cudaStream_t stream) {
-    const unsigned grid = static_cast<unsigned>((a->batch + kThreads - 1) / kThreads);
-    if (a->f32) {
-        const float *dl = static_cast<const float *>(a->dl), *d = static_cast<const float *>(a->d);
-        float *du = static_cast<float *>(a->du), *x = static_cast<float *>(a->x);
-        if (computing_padding)
-            vbatch_cp_kernel<float><<<grid, kThreads, 0, stream>>>(a->n, a->batch, a->sizes, dl, d, du,
-                                                                   x, static_cast<float>(a->tol), a->err);
-        else
-            vbatch_ncp_kernel<float><<<grid, kThreads, 0, stream>>>(a->batch, a->sizes, dl, d, du, x,
-                                                                    static_cast<float>(a->tol), a->err);
-    } else {
-        const double *dl = static_cast<const double *>(a->dl), *d = static_cast<const double *>(a->d);
-        double *du = static_cast<double *>(a->du), *x = static_cast<double *>(a->x);
-        if (computing_padding)
-            vbatch_cp_kernel<double><<<grid, kThreads, 0, stream>>>(a->n, a->batch, a->sizes, dl, d, du,
-                                                                    x, a->tol, a->err);
-        else
-            vbatch_ncp_kernel<double><<<grid, kThreads, 0, stream>>>(a->batch, a->sizes, dl, d, du, x,
-                                                                     a->tol, a->err);
-    }
+    if (a->f32)
+        launch_vbatch<float>(a, computing_padding != 0, static_cast<float>(a->tol), stream);
+    else
+        launch_vbatch<double>(a, computing_padding != 0, a->tol, stream);
     return cudaGetLastError();
 }
 
