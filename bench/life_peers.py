@@ -18,8 +18,9 @@ to the input tractogram's streamlines (0 for a streamline a method dropped).
   COMMIT2      the same operator, group lasso over the same connection groups as ours (end-point
                parcel pairs of parcels.nii, from life build --parcels; a streamline without a
                connection is a group of its own), cardinality and adaptive group weights (COMMIT2's
-               paper; with --commit-nnls 0 no NNLS fit first and the cardinality weights alone), lambda as a fraction of lambda_max (COMMIT's COMMIT2 tutorial: 2.5e-4, "change to
-               suit your needs"), from zeros, tol_fun 1e-3 and max_iter 1000 as there
+               paper; --commit-nnls 0: no NNLS fit first, the cardinality weights alone), lambda as a
+               fraction of lambda_max (COMMIT's COMMIT2 tutorial: 2.5e-4, "change to suit your
+               needs"), from zeros, tol_fun 1e-3 and max_iter 1000 as there
   SIFT2        mrconvert (-grad: the bvecs in the scanner frame, as LiFE reads them), dwi2response
                tournier, dwi2fod csd (preparation), tcksift2 (the fit)
 
