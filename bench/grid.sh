@@ -232,9 +232,13 @@ for grid in "$@"; do
     life-1m)
       # the peers (their wheels and MRtrix3's Debian packages) into $P, nothing else on the host touched
       WH=${WHEELHOUSE:-$ROOT/.whl/life}; P=/tmp/life-1m; N=${LIFE_N:-1000000}
-      step life-1m-install 120 bash -c "rm -rf '$P' && mkdir -p '$P/whl' && tar xJf '$WH/peers-cp312.tar.xz' -C '$P/whl' &&
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target '$P/site' '$P'/whl/*.whl &&
-        for f in '$WH'/debs/*.deb; do dpkg -x \"\$f\" '$P/mrx' || exit 1; done" || continue
+      step life-1m-install 120 bash -c 'set -e; WH=$1; P=$2; rm -rf "$P"; mkdir -p "$P/whl" "$P/mrx"
+        tar xJf "$WH/peers-cp312.tar.xz" -C "$P/whl"
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$P/site" "$P"/whl/*.whl
+        for f in "$WH"/debs/*.deb; do   # dpkg -x, or ar and tar where the host has no dpkg
+          if command -v dpkg > /dev/null; then dpkg -x "$f" "$P/mrx"
+          else (cd "$P" && ar x "$f" && tar xf data.tar.* -C mrx && rm -f data.tar.* control.tar.* debian-binary); fi
+        done' _ "$WH" "$P" || continue
       B=cpu; [ $GPU = 1 ] && B=cuda
       # ours: each life build / life fit within 150 s (the path's target: 120 s); SIFT2's commands
       # together within 120 s (it needs only to be slower than our fit); COMMIT2 the rest
