@@ -66,7 +66,7 @@ OUT=$(cd "$OUT" && pwd)
 THREADS=${THREADS:-$(nproc)}
 PEERS=${PEERS:-1}
 D=$ROOT/data/morphologies
-[ $# -gt 0 ] || { sed -n '2,55p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,59p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 SITE=${SITE:-$ROOT/.whl/site}
 if [ -d "$SITE" ]; then
