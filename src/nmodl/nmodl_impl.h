@@ -406,4 +406,6 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why);
 void nm_diff_phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
                          unsigned char *may, int n_in);
 int nm_diff_ion_row(const var *v);
+/* nmodl_diff_runtime.c: the dual numbers' runtime for the type nsd_M of K lanes */
+void nm_diff_put_runtime(struct gen *g, const char *M, int K);
 #endif
