@@ -947,6 +947,12 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
      * no reassociation: the same bits). clang's default already ignores the exceptions. */
     P("\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
       "#pragma GCC optimize(\"no-trapping-math\", \"no-math-errno\")\n#endif\n");
+    /* pow as a const function (the C library's value), so that a pow of constants (hh's q10)
+     * leaves the loop over the instances: the compiler's pow may set errno (a store), so it
+     * stays where it is written, and a call in the loop keeps the loop scalar */
+    P("#if defined(__GNUC__) || defined(__clang__)\n#ifndef NSD_POW_CONST\n#define NSD_POW_CONST\n"
+      "__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }\n"
+      "#endif\n#define pow(a, b) nsd_pow_const_(a, b)\n#endif\n");
     for (int ph = 0; ph < n_ph && !d->failed; ph++) {
         int seen = 0;
         for (int q = 0; q < ph; q++) seen |= K[q] == K[ph];
@@ -1012,7 +1018,8 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     free(lane);
     free(may);
-    P("#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n");
+    P("#if defined(__GNUC__) || defined(__clang__)\n#undef pow\n#endif\n"
+      "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n");
     if (d->failed) {
         nm_gen_cut(g, mark);
         return 1;

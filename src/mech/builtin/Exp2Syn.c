@@ -99,6 +99,13 @@ static void nsm_Exp2Syn_net_receive(ns_mech_ppack *p, int i, double w) {
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #endif
+#if defined(__GNUC__) || defined(__clang__)
+#ifndef NSD_POW_CONST
+#define NSD_POW_CONST
+__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }
+#endif
+#define pow(a, b) nsd_pow_const_(a, b)
+#endif
 
 /* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 8 fields, the 0 GLOBALs), 3 for the phases that read that many ---- */
 enum { NSD_Exp2Syn_L3_K = 3 };
@@ -823,6 +830,9 @@ NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjp_net_receive(ns_mech_ppack *p, int i_, 
     nsm_Exp2Syn_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, li_ + 1, li_ + 9, li_ + 9);
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#undef pow
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
