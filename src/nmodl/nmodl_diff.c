@@ -744,7 +744,7 @@ static void put_block_loop(dx *d, const char *phase) {
     const int ng = m->n_globals;
     P("NSD_%s_%s void nsm_%s_vjpn_%s(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
       "    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;\n    ns_mech_ppack q_ = *p;\n",
-      d->M, strcmp(phase, "init") ? "HOT" : "ENTRY", m->name, phase);
+      d->M, strncmp(phase, "init", 4) ? "HOT" : "ENTRY", m->name, phase);
     if (ng) P("    double g_[%d];\n    memcpy(g_, p->global, sizeof g_);\n    q_.global = g_;\n", ng);
     int ut[64], nt = 0;
     for (int i = 0; i < m->n_blocks && nt < 64; i++)
@@ -815,6 +815,10 @@ static void entry_tail(dx *d, const char *phase, const int *lane, const unsigned
         return;
     }
     P("}\n\n");
+    if (strchr(phase, '_')) { /* a variant (current_ci): the block's loop only */
+        put_block_loop(d, phase);
+        return;
+    }
     P("NSD_%s_ENTRY void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
       "    nsm_%s_vjpa_%s(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, "
       "li_ + %d);\n}\n\n",
@@ -897,6 +901,78 @@ static void emit_group(dx *d, int K) {
     P("    return c_;\n}\n\n");
 }
 
+/* The lanes of a phase's constant-ion variant (ABI 9's vjp_*_n_ci): those of
+ * lane[] without the ion values e, ci, co it reads (rows of no field: ena,
+ * cai read only), which are then constants of the product; an ion current
+ * read (ica) keeps its lane. The variant's lane count, 0 where the phase reads
+ * no such value (no variant). */
+static int ci_lanes(const struct ns_nmodl *m, const int *lane, int *out) {
+    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals + 4 * m->n_ions, g0 = 1 + nf + m->n_globals;
+    int n = 0, dropped = 0;
+    for (int j = 0; j < n_in; j++) {
+        const int ion_value = j >= g0 && (j - g0) % 4 != 3;
+        if (lane[j] >= 0 && ion_value) {
+            out[j] = -1;
+            dropped = 1;
+        } else out[j] = lane[j] >= 0 ? n++ : lane[j];
+    }
+    return dropped ? (n > 0 ? n : 1) : 0;
+}
+
+/* One phase's products (ph: 0 INITIAL, 1 current(), 2 state(), 3 NET_RECEIVE) named
+ * `phase`, with the duals of K lanes (the group nsd_NAME_L<K>) */
+static void emit_phase(dx *d, int ph, const char *phase, int K, const int *lane, const unsigned char *may) {
+    const struct ns_nmodl *m = d->m;
+    struct gen *g = d->g;
+    char T[96];
+    snprintf(T, sizeof T, "%s_L%d", m->name, K);
+    d->M = T;
+    d->K = K;
+    entry_head(d, phase, lane);
+    if (ph == 0) { /* INITIAL (nsm_NAME_init_F) */
+        copies(d, 1, 1);
+        for (int i = 0; i < m->n_vars; i++) {
+            const var *v = &m->vars[i];
+            if (v->cls == V_STATE && v->ion < 0) P("    (*F%d_) = nsd_%s_c(%.17g);\n", v->field, d->M, v->value);
+        }
+        nm_gen_scope_reset(g, 0);
+        if (m->initial && !d->failed) dlist(d, m->initial, 4);
+    } else if (ph == 1) { /* current (nsm_NAME_current_F): g by the difference at v + .001 */
+        copies(d, 0, 1);
+        P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
+        put_args(d);
+        P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
+        put_args(d);
+        P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
+        if (m->point) /* a point process's nA to the node's mA/cm2: 1e2 / area (the forward code's order) */
+            P("    g_ = nsd_%s_mul_r(g_, p->weight[i_]);\n    rhs_ = nsd_%s_mul_r(rhs_, p->weight[i_]);\n", d->M, d->M);
+    } else if (ph == 2) { /* state (nsm_NAME_state_F) */
+        copies(d, 1, 1);
+        nm_gen_scope_reset(g, 0);
+        if (!m->n_currents && !d->failed) {
+            d->solve_here = 1;
+            dlist(d, m->breakpoint, 4);
+            d->solve_here = 0;
+        }
+        for (int i = 0; m->n_currents && i < m->breakpoint->n && !d->failed; i++) {
+            const st *s = m->breakpoint->s[i];
+            if (s->kind != ST_SOLVE) continue;
+            P("    ");
+            put_solve_call(d, nm_find_block(m, s->name));
+            P(";\n");
+        }
+    } else { /* NET_RECEIVE (nsm_NAME_net_receive_F) with a connection's weight */
+        copies(d, 1, 0);
+        nm_gen_scope_reset(g, 0);
+        if ((m->net_weight && nm_gen_scope_push(g, m->net_weight, 1)) || nm_gen_scope_push(g, "flag", 1))
+            dfail(d, 1, "(out of memory)");
+        if (!d->failed) dlist(d, m->net_receive, 4);
+        nm_gen_scope_reset(g, 0);
+    }
+    entry_tail(d, phase, lane, may, ph == 1);
+    d->M = m->name;
+}
+
 int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0}, *d = &dd;
     const struct ns_nmodl *m = d->m;
@@ -938,9 +1014,22 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         return 1;
     }
     /* the duals of each phase carry its own lanes: a dual type, its runtime and the twins per
-     * lane count (nsd_NAME_L<K>), shared by the phases with the same count */
-    char T[4][96];
-    for (int ph = 0; ph < n_ph; ph++) snprintf(T[ph], sizeof T[ph], "%s_L%d", m->name, K[ph]);
+     * lane count (nsd_NAME_L<K>), shared by the phases with the same count; then the
+     * constant-ion variants' (ci_lanes) */
+    int *cil = malloc(3 * (size_t)n_in * sizeof *cil), Kc[3] = {0, 0, 0};
+    if (!cil) {
+        free(lane);
+        free(may);
+        return -1;
+    }
+    for (int ph = 0; ph < 3; ph++) Kc[ph] = ci_lanes(m, lane + ph * n_in, cil + ph * n_in);
+    int Ks[7], nK = 0;
+    for (int ph = 0; ph < n_ph + 3; ph++) {
+        const int k = ph < n_ph ? K[ph] : Kc[ph - n_ph];
+        int seen = !k;
+        for (int q = 0; q < nK; q++) seen |= Ks[q] == k;
+        if (!seen) Ks[nK++] = k;
+    }
     /* GCC: floating point that does not trap and math calls that leave errno, so that it runs
      * both sides of a select (dst_select, put_sum) and takes a call of constant arguments
      * (hh's q10) out of the loop over the instances; neither changes a value (no contraction,
@@ -953,69 +1042,28 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     P("#if defined(__GNUC__) || defined(__clang__)\n#ifndef NSD_POW_CONST\n#define NSD_POW_CONST\n"
       "__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }\n"
       "#endif\n#define pow(a, b) nsd_pow_const_(a, b)\n#endif\n");
-    for (int ph = 0; ph < n_ph && !d->failed; ph++) {
-        int seen = 0;
-        for (int q = 0; q < ph; q++) seen |= K[q] == K[ph];
-        d->M = T[ph];
-        d->K = K[ph];
-        if (!seen) emit_group(d, K[ph]);
+    char T[96];
+    for (int q = 0; q < nK && !d->failed; q++) {
+        snprintf(T, sizeof T, "%s_L%d", m->name, Ks[q]);
+        d->M = T;
+        d->K = Ks[q];
+        emit_group(d, Ks[q]);
     }
-    /* INITIAL (nsm_NAME_init_F) */
-    d->M = T[0];
-    d->K = K[0];
-    entry_head(d, "init", lane);
-    copies(d, 1, 1);
-    for (int i = 0; i < m->n_vars; i++) {
-        const var *v = &m->vars[i];
-        if (v->cls == V_STATE && v->ion < 0) P("    (*F%d_) = nsd_%s_c(%.17g);\n", v->field, d->M, v->value);
+    static const char *const names[4] = {"init", "current", "state", "net_receive"};
+    for (int ph = 0; ph < n_ph && !d->failed; ph++) emit_phase(d, ph, names[ph], K[ph], lane + ph * n_in, may + ph * n_in);
+    char nm[32];
+    for (int ph = 0; ph < 3 && !d->failed; ph++) {
+        if (!Kc[ph]) continue;
+        snprintf(nm, sizeof nm, "%s_ci", names[ph]);
+        emit_phase(d, ph, nm, Kc[ph], cil + ph * n_in, may + ph * n_in);
     }
-    nm_gen_scope_reset(g, 0);
-    if (m->initial && !d->failed) dlist(d, m->initial, 4);
-    entry_tail(d, "init", lane, may, 0);
-    /* current (nsm_NAME_current_F): g by the difference at v + .001 */
-    d->M = T[1];
-    d->K = K[1];
-    entry_head(d, "current", lane + n_in);
-    copies(d, 0, 1);
-    P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
-    put_args(d);
-    P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
-    put_args(d);
-    P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
-    if (m->point) /* a point process's nA to the node's mA/cm2: 1e2 / area (the forward code's order) */
-        P("    g_ = nsd_%s_mul_r(g_, p->weight[i_]);\n    rhs_ = nsd_%s_mul_r(rhs_, p->weight[i_]);\n", d->M, d->M);
-    entry_tail(d, "current", lane + n_in, may + n_in, 1);
-    /* state (nsm_NAME_state_F) */
-    d->M = T[2];
-    d->K = K[2];
-    entry_head(d, "state", lane + 2 * n_in);
-    copies(d, 1, 1);
-    nm_gen_scope_reset(g, 0);
-    if (!m->n_currents && !d->failed) {
-        d->solve_here = 1;
-        dlist(d, m->breakpoint, 4);
-        d->solve_here = 0;
-    }
-    for (int i = 0; m->n_currents && i < m->breakpoint->n && !d->failed; i++) {
-        const st *s = m->breakpoint->s[i];
-        if (s->kind != ST_SOLVE) continue;
-        P("    ");
-        put_solve_call(d, nm_find_block(m, s->name));
-        P(";\n");
-    }
-    entry_tail(d, "state", lane + 2 * n_in, may + 2 * n_in, 0);
-    if (n_ph == 4 && !d->failed) { /* NET_RECEIVE (nsm_NAME_net_receive_F) with a connection's weight */
-        d->M = T[3];
-        d->K = K[3];
-        entry_head(d, "net_receive", lane + 3 * n_in);
-        copies(d, 1, 0);
-        nm_gen_scope_reset(g, 0);
-        if ((m->net_weight && nm_gen_scope_push(g, m->net_weight, 1)) || nm_gen_scope_push(g, "flag", 1))
-            dfail(d, 1, "(out of memory)");
-        if (!d->failed) dlist(d, m->net_receive, 4);
-        nm_gen_scope_reset(g, 0);
-        entry_tail(d, "net_receive", lane + 3 * n_in, may + 3 * n_in, 0);
-    }
+    /* the descriptor's constant-ion products (ABI 9; nmodl_gen_desc.c): NULL for a phase without */
+    P("#define NSD_%s_VJPN_CI ", m->name);
+    for (int ph = 0; ph < 3; ph++)
+        if (Kc[ph]) P("%snsm_%s_vjpn_%s_ci", ph ? ", " : "", m->name, names[ph]);
+        else P("%sNULL", ph ? ", " : "");
+    P("\n");
+    free(cil);
     free(lane);
     free(may);
     P("#if defined(__GNUC__) || defined(__clang__)\n#undef pow\n#endif\n"

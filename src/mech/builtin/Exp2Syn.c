@@ -830,6 +830,7 @@ NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjp_net_receive(ns_mech_ppack *p, int i_, 
     nsm_Exp2Syn_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, li_ + 1, li_ + 9, li_ + 9);
 }
 
+#define NSD_Exp2Syn_VJPN_CI NULL, NULL, NULL
 #if defined(__GNUC__) || defined(__clang__)
 #undef pow
 #endif
@@ -869,5 +870,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
     nsm_Exp2Syn_vjp_net_receive,
-    0, NULL, NULL
+    0, NULL, NULL,
+    NSD_Exp2Syn_VJPN_CI
 };

@@ -559,6 +559,7 @@ NSD_ExpSyn_L3_ENTRY void nsm_ExpSyn_vjp_net_receive(ns_mech_ppack *p, int i_, do
     nsm_ExpSyn_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, li_ + 1, li_ + 5, li_ + 5);
 }
 
+#define NSD_ExpSyn_VJPN_CI NULL, NULL, NULL
 #if defined(__GNUC__) || defined(__clang__)
 #undef pow
 #endif
@@ -598,5 +599,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
     nsm_ExpSyn_vjp_net_receive,
-    0, NULL, NULL
+    0, NULL, NULL,
+    NSD_ExpSyn_VJPN_CI
 };

@@ -512,6 +512,7 @@ NSD_pas_L1_HOT void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, doub
     }
 }
 
+#define NSD_pas_VJPN_CI NULL, NULL, NULL
 #if defined(__GNUC__) || defined(__clang__)
 #undef pow
 #endif
@@ -558,5 +559,6 @@ const ns_mech_desc nsm_pas_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
     NULL,
-    0, NULL, NULL
+    0, NULL, NULL,
+    NSD_pas_VJPN_CI
 };
