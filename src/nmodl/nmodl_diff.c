@@ -683,7 +683,7 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
     P("    nsd_%s G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
     for (int k = 0; k < nf; k++)
-        P("    nsd_%s Fd%d_ = nsd_%s_c(p->field[%d][i_]), *F%d_ = &Fd%d_;\n    (void)F%d_;\n", d->M, k, d->M, k, k, k, k);
+        P("    nsd_%s Fd%d_ = nsd_%s_c(p->field[%d][i_]), *F%d_ = &Fd%d_; (void)F%d_;\n", d->M, k, d->M, k, k, k, k);
     for (int k = 0; k < ng; k++) P("    G_[%d] = nsd_%s_c(p->global[%d]);\n", k, d->M, k);
     for (int j = 1; j < 1 + nf + ng; j++)
         if (lane[j] >= 0) {
@@ -714,58 +714,9 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
  * two values, no operation in a branch: the compiler if-converts it (it
  * would not run a + l_ d in a branch where l_ is 0: floating point may trap) */
 static void put_sum(dx *d, int K, const char *l, const char *dual, const char *op) {
-    for (int k = 0; k < K; k++) P("        a_[%d] = a_[%d] %s %s * (%s != 0.0 ? %s.d[%d] : 0.0);\n", k, k, op, l, l, dual, k);
-}
-
-/* the loop over a block's instances (nsm_NAME_vjpn_PHASE, ABI 7): rows of p->n,
- * v's per node; as the forward loops (nmodl_gen_entry.c's emit_paths), the
- * contiguous path (instance i alone at node node_begin + i) and a density
- * mechanism's node_index path have no dependence between instances (simd);
- * a point process's instances can share a node, so that loop stays as written */
-static void put_paths(dx *d, const char *phase, const char *ind) {
-    static const char *simd = "#if defined(_OPENMP) || defined(NSM_OMP_SIMD)\n#pragma omp simd\n"
-                              "#elif defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
-                              "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n";
-    const char *M = d->m->name;
-    P("%sif (!ni_) {\n%s    q_.node_index = NULL; /* known here: ion slots are the nodes */\n%s", ind, ind, simd);
-    P("%s    for (int i = 0; i < n_; ++i) nsm_%s_vjpa_%s(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);\n",
-      ind, M, phase);
-    P("%s} else {\n%s", ind, d->m->point ? "" : simd);
-    P("%s    for (int i = 0; i < n_; ++i) nsm_%s_vjpa_%s(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);\n"
-      "%s}\n", ind, M, phase, ind);
-}
-
-/* The GLOBALs in a local copy (no store of the loop can change them), and
- * with TABLEs the loop twice, as the forward loops: where every usetable is
- * not 0 (set to 1 in the copy) and where every one is 0 (set to +0), so that
- * the test of a lookup is a constant there (no branch left); the rest as is */
-static void put_block_loop(dx *d, const char *phase) {
-    const struct ns_nmodl *m = d->m;
-    const int ng = m->n_globals;
-    P("NSD_%s_%s void nsm_%s_vjpn_%s(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
-      "    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;\n    ns_mech_ppack q_ = *p;\n",
-      d->M, strncmp(phase, "init", 4) ? "HOT" : "ENTRY", m->name, phase);
-    if (ng) P("    double g_[%d];\n    memcpy(g_, p->global, sizeof g_);\n    q_.global = g_;\n", ng);
-    int ut[64], nt = 0;
-    for (int i = 0; i < m->n_blocks && nt < 64; i++)
-        if (m->blocks[i]->table) ut[nt++] = m->blocks[i]->table->usetable;
-    if (!nt || !ng) {
-        put_paths(d, phase, "    ");
-        P("}\n\n");
-        return;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        P("    %sif (", pass ? "} else " : "");
-        for (int k = 0; k < nt; k++) P("%sg_[%d] %s 0.0", k ? " && " : "", ut[k], pass ? "==" : "!=");
-        P(") {\n");
-        for (int k = 0; k < nt; k++) P("        g_[%d] = %s;\n", ut[k], pass ? "0.0" : "1.0");
-        put_paths(d, phase, "        ");
-    }
-    if (nt > 1) {
-        P("    } else {\n");
-        put_paths(d, phase, "        ");
-    }
-    P("    }\n}\n\n");
+    P("       ");
+    for (int k = 0; k < K; k++) P(" a_[%d] = a_[%d] %s %s * (%s != 0.0 ? %s.d[%d] : 0.0);", k, k, op, l, l, dual, k);
+    P("\n");
 }
 
 /* the lanes' sums over the outputs with an adjoint (the fields' duals, and
@@ -780,8 +731,9 @@ static void put_block_loop(dx *d, const char *phase) {
 static void entry_tail(dx *d, const char *phase, const int *lane, const unsigned char *may, int current) {
     const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals + 4 * d->m->n_ions, K = d->K;
     const char *M = d->m->name;
-    P("    double a_[%d];\n", K);
-    for (int k = 0; k < K; k++) P("    a_[%d] = 0.0;\n", k);
+    P("    double a_[%d];\n   ", K);
+    for (int k = 0; k < K; k++) P(" a_[%d] = 0.0;", k);
+    P("\n");
     for (int r = 0; r < nf; r++) {
         if (!may[1 + r] && lane[1 + r] < 0) continue;
         P("    {\n        const double l_ = lo_[%d * s_];\n", r);
@@ -816,14 +768,14 @@ static void entry_tail(dx *d, const char *phase, const int *lane, const unsigned
     }
     P("}\n\n");
     if (strchr(phase, '_')) { /* a variant (current_ci): the block's loop only */
-        put_block_loop(d, phase);
+        nm_diff_put_block_loop(d->g, d->m, d->M, phase);
         return;
     }
     P("NSD_%s_ENTRY void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
       "    nsm_%s_vjpa_%s(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, "
       "li_ + %d);\n}\n\n",
       d->M, M, phase, M, phase, 1 + nf);
-    put_block_loop(d, phase);
+    nm_diff_put_block_loop(d->g, d->m, d->M, phase);
 }
 
 static int refuse_upfront(dx *d) {
@@ -899,24 +851,6 @@ static void emit_group(dx *d, int K) {
         P(");\n");
     }
     P("    return c_;\n}\n\n");
-}
-
-/* The lanes of a phase's constant-ion variant (ABI 9's vjp_*_n_ci): those of
- * lane[] without the ion values e, ci, co it reads (rows of no field: ena,
- * cai read only), which are then constants of the product; an ion current
- * read (ica) keeps its lane. The variant's lane count, 0 where the phase reads
- * no such value (no variant). */
-static int ci_lanes(const struct ns_nmodl *m, const int *lane, int *out) {
-    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals + 4 * m->n_ions, g0 = 1 + nf + m->n_globals;
-    int n = 0, dropped = 0;
-    for (int j = 0; j < n_in; j++) {
-        const int ion_value = j >= g0 && (j - g0) % 4 != 3;
-        if (lane[j] >= 0 && ion_value) {
-            out[j] = -1;
-            dropped = 1;
-        } else out[j] = lane[j] >= 0 ? n++ : lane[j];
-    }
-    return dropped ? (n > 0 ? n : 1) : 0;
 }
 
 /* One phase's products (ph: 0 INITIAL, 1 current(), 2 state(), 3 NET_RECEIVE) named
@@ -1022,7 +956,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         free(may);
         return -1;
     }
-    for (int ph = 0; ph < 3; ph++) Kc[ph] = ci_lanes(m, lane + ph * n_in, cil + ph * n_in);
+    for (int ph = 0; ph < 3; ph++) Kc[ph] = nm_diff_ci_lanes(m, lane + ph * n_in, cil + ph * n_in);
     int Ks[7], nK = 0;
     for (int ph = 0; ph < n_ph + 3; ph++) {
         const int k = ph < n_ph ? K[ph] : Kc[ph - n_ph];

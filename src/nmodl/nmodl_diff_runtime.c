@@ -1,6 +1,8 @@
-/* The dual numbers' runtime of the derivative code (nmodl_diff.c): each
+/* The derivative code's (nmodl_diff.c) dual numbers' runtime: each
  * arithmetic operation and math call an inline function on duals
- * nsd_TYPE {v, d[K]}, written out lane by lane for a type of K lanes. */
+ * nsd_TYPE {v, d[K]}, written out lane by lane for a type of K lanes; the
+ * products' loops over a block of instances and the lanes of their
+ * constant-ion variants. */
 #include <stdio.h>
 #include <string.h>
 
@@ -136,3 +138,72 @@ static void put_unrolled(struct gen *g, const char *M, const char *c, int K) {
 void nm_diff_put_runtime(struct gen *g, const char *M, int K) {
     for (size_t q = 0; q < sizeof runtime / sizeof *runtime; ++q) put_unrolled(g, M, runtime[q], K);
 }
+
+/* the loop over a block's instances (nsm_NAME_vjpn_PHASE, ABI 7): rows of p->n,
+ * v's per node; as the forward loops (nmodl_gen_entry.c's emit_paths), the
+ * contiguous path (instance i alone at node node_begin + i) and a density
+ * mechanism's node_index path have no dependence between instances (simd);
+ * a point process's instances can share a node, so that loop stays as written */
+static void put_paths(struct gen *g, const struct ns_nmodl *m, const char *phase, const char *ind) {
+    static const char *simd = "#if defined(_OPENMP) || defined(NSM_OMP_SIMD)\n#pragma omp simd\n"
+                              "#elif defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+                              "#elif defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n#endif\n";
+    const char *M = m->name;
+    P("%sif (!ni_) {\n%s    q_.node_index = NULL; /* known here: ion slots are the nodes */\n%s", ind, ind, simd);
+    P("%s    for (int i = 0; i < n_; ++i) nsm_%s_vjpa_%s(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);\n",
+      ind, M, phase);
+    P("%s} else {\n%s", ind, m->point ? "" : simd);
+    P("%s    for (int i = 0; i < n_; ++i) nsm_%s_vjpa_%s(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);\n"
+      "%s}\n", ind, M, phase, ind);
+}
+
+/* The GLOBALs in a local copy (no store of the loop can change them), and
+ * with TABLEs the loop twice, as the forward loops: where every usetable is
+ * not 0 (set to 1 in the copy) and where every one is 0 (set to +0), so that
+ * the test of a lookup is a constant there (no branch left); the rest as is */
+void nm_diff_put_block_loop(struct gen *g, const struct ns_nmodl *m, const char *T, const char *phase) {
+    const int ng = m->n_globals;
+    P("NSD_%s_%s void nsm_%s_vjpn_%s(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
+      "    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;\n    ns_mech_ppack q_ = *p;\n",
+      T, strncmp(phase, "init", 4) ? "HOT" : "ENTRY", m->name, phase);
+    if (ng) P("    double g_[%d];\n    memcpy(g_, p->global, sizeof g_);\n    q_.global = g_;\n", ng);
+    int ut[64], nt = 0;
+    for (int i = 0; i < m->n_blocks && nt < 64; i++)
+        if (m->blocks[i]->table) ut[nt++] = m->blocks[i]->table->usetable;
+    if (!nt || !ng) {
+        put_paths(g, m, phase, "    ");
+        P("}\n\n");
+        return;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        P("    %sif (", pass ? "} else " : "");
+        for (int k = 0; k < nt; k++) P("%sg_[%d] %s 0.0", k ? " && " : "", ut[k], pass ? "==" : "!=");
+        P(") {\n");
+        for (int k = 0; k < nt; k++) P("        g_[%d] = %s;\n", ut[k], pass ? "0.0" : "1.0");
+        put_paths(g, m, phase, "        ");
+    }
+    if (nt > 1) {
+        P("    } else {\n");
+        put_paths(g, m, phase, "        ");
+    }
+    P("    }\n}\n\n");
+}
+
+/* The lanes of a phase's constant-ion variant (ABI 9's vjp_*_n_ci): those of
+ * lane[] without the ion values e, ci, co it reads (rows of no field: ena,
+ * cai read only), which are then constants of the product; an ion current
+ * read (ica) keeps its lane. The variant's lane count, 0 where the phase reads
+ * no such value (no variant). */
+int nm_diff_ci_lanes(const struct ns_nmodl *m, const int *lane, int *out) {
+    const int nf = m->n_fields, n_in = 1 + nf + m->n_globals + 4 * m->n_ions, g0 = 1 + nf + m->n_globals;
+    int n = 0, dropped = 0;
+    for (int j = 0; j < n_in; j++) {
+        const int ion_value = j >= g0 && (j - g0) % 4 != 3;
+        if (lane[j] >= 0 && ion_value) {
+            out[j] = -1;
+            dropped = 1;
+        } else out[j] = lane[j] >= 0 ? n++ : lane[j];
+    }
+    return dropped ? (n > 0 ? n : 1) : 0;
+}
+

@@ -466,22 +466,14 @@ NSD_Exp2Syn_L5_TWIN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_cur(ns_mech_ppack *p, nsd_Exp2
 NSD_Exp2Syn_L3_FN void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_Exp2Syn_L3 G_[1], v_ = nsd_Exp2Syn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_Exp2Syn_L3 Fd0_ = nsd_Exp2Syn_L3_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_Exp2Syn_L3 Fd1_ = nsd_Exp2Syn_L3_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_Exp2Syn_L3 Fd2_ = nsd_Exp2Syn_L3_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_Exp2Syn_L3 Fd3_ = nsd_Exp2Syn_L3_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_Exp2Syn_L3 Fd4_ = nsd_Exp2Syn_L3_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_Exp2Syn_L3 Fd5_ = nsd_Exp2Syn_L3_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_Exp2Syn_L3 Fd6_ = nsd_Exp2Syn_L3_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_Exp2Syn_L3 Fd7_ = nsd_Exp2Syn_L3_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
+    nsd_Exp2Syn_L3 Fd0_ = nsd_Exp2Syn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L3 Fd1_ = nsd_Exp2Syn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L3 Fd2_ = nsd_Exp2Syn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L3 Fd3_ = nsd_Exp2Syn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L3 Fd4_ = nsd_Exp2Syn_L3_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L3 Fd5_ = nsd_Exp2Syn_L3_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L3 Fd6_ = nsd_Exp2Syn_L3_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L3 Fd7_ = nsd_Exp2Syn_L3_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
     Fd0_.d[1] = 1.0;
     Fd1_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
@@ -510,14 +502,10 @@ NSD_Exp2Syn_L3_FN void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int node_
     (*F5_) = nsd_Exp2Syn_L3_add(nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(L_tp), (*F0_)))), nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(L_tp), (*F1_))));
     (*F5_) = nsd_Exp2Syn_L3_div_l(1.0, (*F5_));
     double a_[3];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
     {
         const double l_ = lo_[0 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd0_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd0_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd0_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd0_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd0_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd0_.d[2] : 0.0);
     }
     {
         const double l_ = lo_[1 * s_];
@@ -525,21 +513,15 @@ NSD_Exp2Syn_L3_FN void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int node_
     }
     {
         const double l_ = lo_[5 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0);
     }
     {
         const double l_ = lo_[6 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0);
     }
     {
         const double l_ = lo_[7 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -574,22 +556,14 @@ NSD_Exp2Syn_L3_ENTRY void nsm_Exp2Syn_vjpn_init(ns_mech_ppack *p, const double *
 NSD_Exp2Syn_L4_FN void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_Exp2Syn_L4 G_[1], v_ = nsd_Exp2Syn_L4_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_Exp2Syn_L4 Fd0_ = nsd_Exp2Syn_L4_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_Exp2Syn_L4 Fd1_ = nsd_Exp2Syn_L4_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_Exp2Syn_L4 Fd2_ = nsd_Exp2Syn_L4_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_Exp2Syn_L4 Fd3_ = nsd_Exp2Syn_L4_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_Exp2Syn_L4 Fd4_ = nsd_Exp2Syn_L4_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_Exp2Syn_L4 Fd5_ = nsd_Exp2Syn_L4_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_Exp2Syn_L4 Fd6_ = nsd_Exp2Syn_L4_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_Exp2Syn_L4 Fd7_ = nsd_Exp2Syn_L4_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
+    nsd_Exp2Syn_L4 Fd0_ = nsd_Exp2Syn_L4_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L4 Fd1_ = nsd_Exp2Syn_L4_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L4 Fd2_ = nsd_Exp2Syn_L4_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L4 Fd3_ = nsd_Exp2Syn_L4_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L4 Fd4_ = nsd_Exp2Syn_L4_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L4 Fd5_ = nsd_Exp2Syn_L4_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L4 Fd6_ = nsd_Exp2Syn_L4_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L4 Fd7_ = nsd_Exp2Syn_L4_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
     Fd2_.d[1] = 1.0;
     Fd6_.d[2] = 1.0;
     Fd7_.d[3] = 1.0;
@@ -600,27 +574,18 @@ NSD_Exp2Syn_L4_FN void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int no
     g_ = nsd_Exp2Syn_L4_mul_r(g_, p->weight[i_]);
     rhs_ = nsd_Exp2Syn_L4_mul_r(rhs_, p->weight[i_]);
     double a_[4];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
-    a_[3] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0;
     {
         const double l_ = lo_[2 * s_];
         a_[1] = a_[1] + l_;
     }
     {
         const double l_ = lo_[3 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd3_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd3_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[4 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[6 * s_];
@@ -632,14 +597,8 @@ NSD_Exp2Syn_L4_FN void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int no
     }
     {
         const double lr_ = lo_[8 * s_], ld_ = lo_[9 * s_];
-        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0);
-        a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0);
-        a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
-        a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0);
-        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0);
-        a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0);
-        a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
-        a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0);
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0); a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0); a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
@@ -675,22 +634,14 @@ NSD_Exp2Syn_L4_HOT void nsm_Exp2Syn_vjpn_current(ns_mech_ppack *p, const double 
 NSD_Exp2Syn_L5_FN void nsm_Exp2Syn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_Exp2Syn_L5 G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_Exp2Syn_L5 Fd0_ = nsd_Exp2Syn_L5_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_Exp2Syn_L5 Fd1_ = nsd_Exp2Syn_L5_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_Exp2Syn_L5 Fd2_ = nsd_Exp2Syn_L5_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_Exp2Syn_L5 Fd3_ = nsd_Exp2Syn_L5_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_Exp2Syn_L5 Fd4_ = nsd_Exp2Syn_L5_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_Exp2Syn_L5 Fd5_ = nsd_Exp2Syn_L5_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_Exp2Syn_L5 Fd6_ = nsd_Exp2Syn_L5_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_Exp2Syn_L5 Fd7_ = nsd_Exp2Syn_L5_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
+    nsd_Exp2Syn_L5 Fd0_ = nsd_Exp2Syn_L5_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L5 Fd1_ = nsd_Exp2Syn_L5_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L5 Fd2_ = nsd_Exp2Syn_L5_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L5 Fd3_ = nsd_Exp2Syn_L5_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L5 Fd4_ = nsd_Exp2Syn_L5_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L5 Fd5_ = nsd_Exp2Syn_L5_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L5 Fd6_ = nsd_Exp2Syn_L5_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L5 Fd7_ = nsd_Exp2Syn_L5_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
     Fd0_.d[1] = 1.0;
     Fd1_.d[2] = 1.0;
     Fd6_.d[3] = 1.0;
@@ -698,11 +649,7 @@ NSD_Exp2Syn_L5_FN void nsm_Exp2Syn_vjpa_state(ns_mech_ppack *p, int i_, int node
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_Exp2Syn_L5_d_state(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, v_);
     double a_[5];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
-    a_[3] = 0.0;
-    a_[4] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0;
     {
         const double l_ = lo_[0 * s_];
         a_[1] = a_[1] + l_;
@@ -713,19 +660,11 @@ NSD_Exp2Syn_L5_FN void nsm_Exp2Syn_vjpa_state(ns_mech_ppack *p, int i_, int node
     }
     {
         const double l_ = lo_[6 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
     }
     {
         const double l_ = lo_[7 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -763,22 +702,14 @@ NSD_Exp2Syn_L5_HOT void nsm_Exp2Syn_vjpn_state(ns_mech_ppack *p, const double *l
 NSD_Exp2Syn_L5_FN void nsm_Exp2Syn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
     nsd_Exp2Syn_L5 G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_Exp2Syn_L5 Fd0_ = nsd_Exp2Syn_L5_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_Exp2Syn_L5 Fd1_ = nsd_Exp2Syn_L5_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_Exp2Syn_L5 Fd2_ = nsd_Exp2Syn_L5_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_Exp2Syn_L5 Fd3_ = nsd_Exp2Syn_L5_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_Exp2Syn_L5 Fd4_ = nsd_Exp2Syn_L5_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_Exp2Syn_L5 Fd5_ = nsd_Exp2Syn_L5_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_Exp2Syn_L5 Fd6_ = nsd_Exp2Syn_L5_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_Exp2Syn_L5 Fd7_ = nsd_Exp2Syn_L5_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
+    nsd_Exp2Syn_L5 Fd0_ = nsd_Exp2Syn_L5_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L5 Fd1_ = nsd_Exp2Syn_L5_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L5 Fd2_ = nsd_Exp2Syn_L5_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L5 Fd3_ = nsd_Exp2Syn_L5_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L5 Fd4_ = nsd_Exp2Syn_L5_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L5 Fd5_ = nsd_Exp2Syn_L5_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L5 Fd6_ = nsd_Exp2Syn_L5_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L5 Fd7_ = nsd_Exp2Syn_L5_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
     Fd5_.d[1] = 1.0;
     Fd6_.d[2] = 1.0;
     Fd7_.d[3] = 1.0;
@@ -789,30 +720,18 @@ NSD_Exp2Syn_L5_FN void nsm_Exp2Syn_vjpa_net_receive(ns_mech_ppack *p, int i_, in
     (*F6_) = nsd_Exp2Syn_L5_add((*F6_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
     (*F7_) = nsd_Exp2Syn_L5_add((*F7_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
     double a_[5];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
-    a_[3] = 0.0;
-    a_[4] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0;
     {
         const double l_ = lo_[5 * s_];
         a_[1] = a_[1] + l_;
     }
     {
         const double l_ = lo_[6 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
     }
     {
         const double l_ = lo_[7 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];

@@ -343,14 +343,10 @@ NSD_ExpSyn_L3_TWIN nsd_ExpSyn_L3 nsd_ExpSyn_L3_cur(ns_mech_ppack *p, nsd_ExpSyn_
 NSD_ExpSyn_L1_FN void nsm_ExpSyn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_ExpSyn_L1 G_[1], v_ = nsd_ExpSyn_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_ExpSyn_L1 Fd0_ = nsd_ExpSyn_L1_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_ExpSyn_L1 Fd1_ = nsd_ExpSyn_L1_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_ExpSyn_L1 Fd2_ = nsd_ExpSyn_L1_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_ExpSyn_L1 Fd3_ = nsd_ExpSyn_L1_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
+    nsd_ExpSyn_L1 Fd0_ = nsd_ExpSyn_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L1 Fd1_ = nsd_ExpSyn_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L1 Fd2_ = nsd_ExpSyn_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L1 Fd3_ = nsd_ExpSyn_L1_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     (*F3_) = nsd_ExpSyn_L1_c(0);
     (*F3_) = nsd_ExpSyn_L1_c(0.0);
@@ -391,14 +387,10 @@ NSD_ExpSyn_L1_ENTRY void nsm_ExpSyn_vjpn_init(ns_mech_ppack *p, const double *lo
 NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_ExpSyn_L3 G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
+    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
     Fd1_.d[1] = 1.0;
     Fd3_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
@@ -408,18 +400,14 @@ NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_current(ns_mech_ppack *p, int i_, int node
     g_ = nsd_ExpSyn_L3_mul_r(g_, p->weight[i_]);
     rhs_ = nsd_ExpSyn_L3_mul_r(rhs_, p->weight[i_]);
     double a_[3];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
     {
         const double l_ = lo_[1 * s_];
         a_[1] = a_[1] + l_;
     }
     {
         const double l_ = lo_[2 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd2_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd2_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd2_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd2_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd2_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd2_.d[2] : 0.0);
     }
     {
         const double l_ = lo_[3 * s_];
@@ -427,12 +415,8 @@ NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_current(ns_mech_ppack *p, int i_, int node
     }
     {
         const double lr_ = lo_[4 * s_], ld_ = lo_[5 * s_];
-        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0);
-        a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0);
-        a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
-        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0);
-        a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0);
-        a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
@@ -465,31 +449,23 @@ NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpn_current(ns_mech_ppack *p, const double *l
 NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_ExpSyn_L3 G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
+    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
     Fd0_.d[1] = 1.0;
     Fd3_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_ExpSyn_L3_d_state(p, F0_, F1_, F2_, F3_, G_, i_, node_, v_);
     double a_[3];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
     {
         const double l_ = lo_[0 * s_];
         a_[1] = a_[1] + l_;
     }
     {
         const double l_ = lo_[3 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -523,14 +499,10 @@ NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpn_state(ns_mech_ppack *p, const double *lo_
 NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
     nsd_ExpSyn_L3 G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
+    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
     Fd3_.d[1] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_ExpSyn_L3 A_weight = nsd_ExpSyn_L3_c(w_), A_flag = nsd_ExpSyn_L3_c(0.0);
@@ -538,14 +510,10 @@ NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_net_receive(ns_mech_ppack *p, int i_, int 
     (void)A_flag; (void)A_weight;
     (*F3_) = nsd_ExpSyn_L3_add((*F3_), A_weight);
     double a_[3];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
     {
         const double l_ = lo_[3 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];

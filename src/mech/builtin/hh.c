@@ -1147,42 +1147,24 @@ NSD_hh_L8_TWIN nsd_hh_L8 nsd_hh_L8_cur(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_hh_
 NSD_hh_L1_FN void nsm_hh_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L1 G_[1], v_ = nsd_hh_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_hh_L1 Fd0_ = nsd_hh_L1_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_hh_L1 Fd1_ = nsd_hh_L1_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_hh_L1 Fd2_ = nsd_hh_L1_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_hh_L1 Fd3_ = nsd_hh_L1_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_hh_L1 Fd4_ = nsd_hh_L1_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_hh_L1 Fd5_ = nsd_hh_L1_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_hh_L1 Fd6_ = nsd_hh_L1_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_hh_L1 Fd7_ = nsd_hh_L1_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
-    nsd_hh_L1 Fd8_ = nsd_hh_L1_c(p->field[8][i_]), *F8_ = &Fd8_;
-    (void)F8_;
-    nsd_hh_L1 Fd9_ = nsd_hh_L1_c(p->field[9][i_]), *F9_ = &Fd9_;
-    (void)F9_;
-    nsd_hh_L1 Fd10_ = nsd_hh_L1_c(p->field[10][i_]), *F10_ = &Fd10_;
-    (void)F10_;
-    nsd_hh_L1 Fd11_ = nsd_hh_L1_c(p->field[11][i_]), *F11_ = &Fd11_;
-    (void)F11_;
-    nsd_hh_L1 Fd12_ = nsd_hh_L1_c(p->field[12][i_]), *F12_ = &Fd12_;
-    (void)F12_;
-    nsd_hh_L1 Fd13_ = nsd_hh_L1_c(p->field[13][i_]), *F13_ = &Fd13_;
-    (void)F13_;
-    nsd_hh_L1 Fd14_ = nsd_hh_L1_c(p->field[14][i_]), *F14_ = &Fd14_;
-    (void)F14_;
-    nsd_hh_L1 Fd15_ = nsd_hh_L1_c(p->field[15][i_]), *F15_ = &Fd15_;
-    (void)F15_;
-    nsd_hh_L1 Fd16_ = nsd_hh_L1_c(p->field[16][i_]), *F16_ = &Fd16_;
-    (void)F16_;
-    nsd_hh_L1 Fd17_ = nsd_hh_L1_c(p->field[17][i_]), *F17_ = &Fd17_;
-    (void)F17_;
+    nsd_hh_L1 Fd0_ = nsd_hh_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_hh_L1 Fd1_ = nsd_hh_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_hh_L1 Fd2_ = nsd_hh_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_hh_L1 Fd3_ = nsd_hh_L1_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_hh_L1 Fd4_ = nsd_hh_L1_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_hh_L1 Fd5_ = nsd_hh_L1_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_hh_L1 Fd6_ = nsd_hh_L1_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_hh_L1 Fd7_ = nsd_hh_L1_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    nsd_hh_L1 Fd8_ = nsd_hh_L1_c(p->field[8][i_]), *F8_ = &Fd8_; (void)F8_;
+    nsd_hh_L1 Fd9_ = nsd_hh_L1_c(p->field[9][i_]), *F9_ = &Fd9_; (void)F9_;
+    nsd_hh_L1 Fd10_ = nsd_hh_L1_c(p->field[10][i_]), *F10_ = &Fd10_; (void)F10_;
+    nsd_hh_L1 Fd11_ = nsd_hh_L1_c(p->field[11][i_]), *F11_ = &Fd11_; (void)F11_;
+    nsd_hh_L1 Fd12_ = nsd_hh_L1_c(p->field[12][i_]), *F12_ = &Fd12_; (void)F12_;
+    nsd_hh_L1 Fd13_ = nsd_hh_L1_c(p->field[13][i_]), *F13_ = &Fd13_; (void)F13_;
+    nsd_hh_L1 Fd14_ = nsd_hh_L1_c(p->field[14][i_]), *F14_ = &Fd14_; (void)F14_;
+    nsd_hh_L1 Fd15_ = nsd_hh_L1_c(p->field[15][i_]), *F15_ = &Fd15_; (void)F15_;
+    nsd_hh_L1 Fd16_ = nsd_hh_L1_c(p->field[16][i_]), *F16_ = &Fd16_; (void)F16_;
+    nsd_hh_L1 Fd17_ = nsd_hh_L1_c(p->field[17][i_]), *F17_ = &Fd17_; (void)F17_;
     G_[0] = nsd_hh_L1_c(p->global[0]);
     nsd_hh_L1 Id0_ = nsd_hh_L1_c(p->ion[0].e[NSM_ION(0)]), *I0_ = &Id0_;
     (void)I0_;
@@ -1306,42 +1288,24 @@ NSD_hh_L1_ENTRY void nsm_hh_vjpn_init(ns_mech_ppack *p, const double *lo_, doubl
 NSD_hh_L10_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L10 G_[1], v_ = nsd_hh_L10_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_hh_L10 Fd0_ = nsd_hh_L10_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_hh_L10 Fd1_ = nsd_hh_L10_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_hh_L10 Fd2_ = nsd_hh_L10_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_hh_L10 Fd3_ = nsd_hh_L10_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_hh_L10 Fd4_ = nsd_hh_L10_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_hh_L10 Fd5_ = nsd_hh_L10_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_hh_L10 Fd6_ = nsd_hh_L10_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_hh_L10 Fd7_ = nsd_hh_L10_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
-    nsd_hh_L10 Fd8_ = nsd_hh_L10_c(p->field[8][i_]), *F8_ = &Fd8_;
-    (void)F8_;
-    nsd_hh_L10 Fd9_ = nsd_hh_L10_c(p->field[9][i_]), *F9_ = &Fd9_;
-    (void)F9_;
-    nsd_hh_L10 Fd10_ = nsd_hh_L10_c(p->field[10][i_]), *F10_ = &Fd10_;
-    (void)F10_;
-    nsd_hh_L10 Fd11_ = nsd_hh_L10_c(p->field[11][i_]), *F11_ = &Fd11_;
-    (void)F11_;
-    nsd_hh_L10 Fd12_ = nsd_hh_L10_c(p->field[12][i_]), *F12_ = &Fd12_;
-    (void)F12_;
-    nsd_hh_L10 Fd13_ = nsd_hh_L10_c(p->field[13][i_]), *F13_ = &Fd13_;
-    (void)F13_;
-    nsd_hh_L10 Fd14_ = nsd_hh_L10_c(p->field[14][i_]), *F14_ = &Fd14_;
-    (void)F14_;
-    nsd_hh_L10 Fd15_ = nsd_hh_L10_c(p->field[15][i_]), *F15_ = &Fd15_;
-    (void)F15_;
-    nsd_hh_L10 Fd16_ = nsd_hh_L10_c(p->field[16][i_]), *F16_ = &Fd16_;
-    (void)F16_;
-    nsd_hh_L10 Fd17_ = nsd_hh_L10_c(p->field[17][i_]), *F17_ = &Fd17_;
-    (void)F17_;
+    nsd_hh_L10 Fd0_ = nsd_hh_L10_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_hh_L10 Fd1_ = nsd_hh_L10_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_hh_L10 Fd2_ = nsd_hh_L10_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_hh_L10 Fd3_ = nsd_hh_L10_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_hh_L10 Fd4_ = nsd_hh_L10_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_hh_L10 Fd5_ = nsd_hh_L10_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_hh_L10 Fd6_ = nsd_hh_L10_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_hh_L10 Fd7_ = nsd_hh_L10_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    nsd_hh_L10 Fd8_ = nsd_hh_L10_c(p->field[8][i_]), *F8_ = &Fd8_; (void)F8_;
+    nsd_hh_L10 Fd9_ = nsd_hh_L10_c(p->field[9][i_]), *F9_ = &Fd9_; (void)F9_;
+    nsd_hh_L10 Fd10_ = nsd_hh_L10_c(p->field[10][i_]), *F10_ = &Fd10_; (void)F10_;
+    nsd_hh_L10 Fd11_ = nsd_hh_L10_c(p->field[11][i_]), *F11_ = &Fd11_; (void)F11_;
+    nsd_hh_L10 Fd12_ = nsd_hh_L10_c(p->field[12][i_]), *F12_ = &Fd12_; (void)F12_;
+    nsd_hh_L10 Fd13_ = nsd_hh_L10_c(p->field[13][i_]), *F13_ = &Fd13_; (void)F13_;
+    nsd_hh_L10 Fd14_ = nsd_hh_L10_c(p->field[14][i_]), *F14_ = &Fd14_; (void)F14_;
+    nsd_hh_L10 Fd15_ = nsd_hh_L10_c(p->field[15][i_]), *F15_ = &Fd15_; (void)F15_;
+    nsd_hh_L10 Fd16_ = nsd_hh_L10_c(p->field[16][i_]), *F16_ = &Fd16_; (void)F16_;
+    nsd_hh_L10 Fd17_ = nsd_hh_L10_c(p->field[17][i_]), *F17_ = &Fd17_; (void)F17_;
     G_[0] = nsd_hh_L10_c(p->global[0]);
     Fd0_.d[1] = 1.0;
     Fd1_.d[2] = 1.0;
@@ -1361,16 +1325,7 @@ NSD_hh_L10_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, cons
     nsd_hh_L10 rhs_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
     g_ = nsd_hh_L10_div(nsd_hh_L10_sub(g_, rhs_), nsd_hh_L10_c(.001));
     double a_[10];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
-    a_[3] = 0.0;
-    a_[4] = 0.0;
-    a_[5] = 0.0;
-    a_[6] = 0.0;
-    a_[7] = 0.0;
-    a_[8] = 0.0;
-    a_[9] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0; a_[5] = 0.0; a_[6] = 0.0; a_[7] = 0.0; a_[8] = 0.0; a_[9] = 0.0;
     {
         const double l_ = lo_[0 * s_];
         a_[1] = a_[1] + l_;
@@ -1389,68 +1344,23 @@ NSD_hh_L10_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, cons
     }
     {
         const double l_ = lo_[4 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd4_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd4_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd4_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd4_.d[7] : 0.0);
-        a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd4_.d[8] : 0.0);
-        a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd4_.d[9] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd4_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd4_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd4_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd4_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd4_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd4_.d[9] : 0.0);
     }
     {
         const double l_ = lo_[5 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd5_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd5_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd5_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd5_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd5_.d[7] : 0.0);
-        a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd5_.d[8] : 0.0);
-        a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd5_.d[9] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd5_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd5_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd5_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd5_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd5_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd5_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd5_.d[9] : 0.0);
     }
     {
         const double l_ = lo_[6 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd6_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd6_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd6_.d[7] : 0.0);
-        a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd6_.d[8] : 0.0);
-        a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd6_.d[9] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd6_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd6_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd6_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd6_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd6_.d[9] : 0.0);
     }
     {
         const double l_ = lo_[7 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd7_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd7_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd7_.d[7] : 0.0);
-        a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd7_.d[8] : 0.0);
-        a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd7_.d[9] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd7_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd7_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd7_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd7_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd7_.d[9] : 0.0);
     }
     {
         const double l_ = lo_[8 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd8_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd8_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd8_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd8_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd8_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd8_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd8_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd8_.d[7] : 0.0);
-        a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd8_.d[8] : 0.0);
-        a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd8_.d[9] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd8_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd8_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd8_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd8_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd8_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd8_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd8_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd8_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd8_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd8_.d[9] : 0.0);
     }
     {
         const double l_ = lo_[15 * s_];
@@ -1466,26 +1376,8 @@ NSD_hh_L10_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, cons
     }
     {
         const double lr_ = lo_[18 * s_], ld_ = lo_[19 * s_];
-        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0);
-        a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0);
-        a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
-        a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0);
-        a_[4] = a_[4] - lr_ * (lr_ != 0.0 ? rhs_.d[4] : 0.0);
-        a_[5] = a_[5] - lr_ * (lr_ != 0.0 ? rhs_.d[5] : 0.0);
-        a_[6] = a_[6] - lr_ * (lr_ != 0.0 ? rhs_.d[6] : 0.0);
-        a_[7] = a_[7] - lr_ * (lr_ != 0.0 ? rhs_.d[7] : 0.0);
-        a_[8] = a_[8] - lr_ * (lr_ != 0.0 ? rhs_.d[8] : 0.0);
-        a_[9] = a_[9] - lr_ * (lr_ != 0.0 ? rhs_.d[9] : 0.0);
-        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0);
-        a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0);
-        a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
-        a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0);
-        a_[4] = a_[4] + ld_ * (ld_ != 0.0 ? g_.d[4] : 0.0);
-        a_[5] = a_[5] + ld_ * (ld_ != 0.0 ? g_.d[5] : 0.0);
-        a_[6] = a_[6] + ld_ * (ld_ != 0.0 ? g_.d[6] : 0.0);
-        a_[7] = a_[7] + ld_ * (ld_ != 0.0 ? g_.d[7] : 0.0);
-        a_[8] = a_[8] + ld_ * (ld_ != 0.0 ? g_.d[8] : 0.0);
-        a_[9] = a_[9] + ld_ * (ld_ != 0.0 ? g_.d[9] : 0.0);
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0); a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0); a_[4] = a_[4] - lr_ * (lr_ != 0.0 ? rhs_.d[4] : 0.0); a_[5] = a_[5] - lr_ * (lr_ != 0.0 ? rhs_.d[5] : 0.0); a_[6] = a_[6] - lr_ * (lr_ != 0.0 ? rhs_.d[6] : 0.0); a_[7] = a_[7] - lr_ * (lr_ != 0.0 ? rhs_.d[7] : 0.0); a_[8] = a_[8] - lr_ * (lr_ != 0.0 ? rhs_.d[8] : 0.0); a_[9] = a_[9] - lr_ * (lr_ != 0.0 ? rhs_.d[9] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0); a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0); a_[4] = a_[4] + ld_ * (ld_ != 0.0 ? g_.d[4] : 0.0); a_[5] = a_[5] + ld_ * (ld_ != 0.0 ? g_.d[5] : 0.0); a_[6] = a_[6] + ld_ * (ld_ != 0.0 ? g_.d[6] : 0.0); a_[7] = a_[7] + ld_ * (ld_ != 0.0 ? g_.d[7] : 0.0); a_[8] = a_[8] + ld_ * (ld_ != 0.0 ? g_.d[8] : 0.0); a_[9] = a_[9] + ld_ * (ld_ != 0.0 ? g_.d[9] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -1565,42 +1457,24 @@ NSD_hh_L10_HOT void nsm_hh_vjpn_current(ns_mech_ppack *p, const double *lo_, dou
 NSD_hh_L4_FN void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L4 G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_hh_L4 Fd0_ = nsd_hh_L4_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_hh_L4 Fd1_ = nsd_hh_L4_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_hh_L4 Fd2_ = nsd_hh_L4_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_hh_L4 Fd3_ = nsd_hh_L4_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_hh_L4 Fd4_ = nsd_hh_L4_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_hh_L4 Fd5_ = nsd_hh_L4_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_hh_L4 Fd6_ = nsd_hh_L4_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_hh_L4 Fd7_ = nsd_hh_L4_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
-    nsd_hh_L4 Fd8_ = nsd_hh_L4_c(p->field[8][i_]), *F8_ = &Fd8_;
-    (void)F8_;
-    nsd_hh_L4 Fd9_ = nsd_hh_L4_c(p->field[9][i_]), *F9_ = &Fd9_;
-    (void)F9_;
-    nsd_hh_L4 Fd10_ = nsd_hh_L4_c(p->field[10][i_]), *F10_ = &Fd10_;
-    (void)F10_;
-    nsd_hh_L4 Fd11_ = nsd_hh_L4_c(p->field[11][i_]), *F11_ = &Fd11_;
-    (void)F11_;
-    nsd_hh_L4 Fd12_ = nsd_hh_L4_c(p->field[12][i_]), *F12_ = &Fd12_;
-    (void)F12_;
-    nsd_hh_L4 Fd13_ = nsd_hh_L4_c(p->field[13][i_]), *F13_ = &Fd13_;
-    (void)F13_;
-    nsd_hh_L4 Fd14_ = nsd_hh_L4_c(p->field[14][i_]), *F14_ = &Fd14_;
-    (void)F14_;
-    nsd_hh_L4 Fd15_ = nsd_hh_L4_c(p->field[15][i_]), *F15_ = &Fd15_;
-    (void)F15_;
-    nsd_hh_L4 Fd16_ = nsd_hh_L4_c(p->field[16][i_]), *F16_ = &Fd16_;
-    (void)F16_;
-    nsd_hh_L4 Fd17_ = nsd_hh_L4_c(p->field[17][i_]), *F17_ = &Fd17_;
-    (void)F17_;
+    nsd_hh_L4 Fd0_ = nsd_hh_L4_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_hh_L4 Fd1_ = nsd_hh_L4_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_hh_L4 Fd2_ = nsd_hh_L4_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_hh_L4 Fd3_ = nsd_hh_L4_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_hh_L4 Fd4_ = nsd_hh_L4_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_hh_L4 Fd5_ = nsd_hh_L4_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_hh_L4 Fd6_ = nsd_hh_L4_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_hh_L4 Fd7_ = nsd_hh_L4_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    nsd_hh_L4 Fd8_ = nsd_hh_L4_c(p->field[8][i_]), *F8_ = &Fd8_; (void)F8_;
+    nsd_hh_L4 Fd9_ = nsd_hh_L4_c(p->field[9][i_]), *F9_ = &Fd9_; (void)F9_;
+    nsd_hh_L4 Fd10_ = nsd_hh_L4_c(p->field[10][i_]), *F10_ = &Fd10_; (void)F10_;
+    nsd_hh_L4 Fd11_ = nsd_hh_L4_c(p->field[11][i_]), *F11_ = &Fd11_; (void)F11_;
+    nsd_hh_L4 Fd12_ = nsd_hh_L4_c(p->field[12][i_]), *F12_ = &Fd12_; (void)F12_;
+    nsd_hh_L4 Fd13_ = nsd_hh_L4_c(p->field[13][i_]), *F13_ = &Fd13_; (void)F13_;
+    nsd_hh_L4 Fd14_ = nsd_hh_L4_c(p->field[14][i_]), *F14_ = &Fd14_; (void)F14_;
+    nsd_hh_L4 Fd15_ = nsd_hh_L4_c(p->field[15][i_]), *F15_ = &Fd15_; (void)F15_;
+    nsd_hh_L4 Fd16_ = nsd_hh_L4_c(p->field[16][i_]), *F16_ = &Fd16_; (void)F16_;
+    nsd_hh_L4 Fd17_ = nsd_hh_L4_c(p->field[17][i_]), *F17_ = &Fd17_; (void)F17_;
     G_[0] = nsd_hh_L4_c(p->global[0]);
     Fd15_.d[1] = 1.0;
     Fd16_.d[2] = 1.0;
@@ -1612,72 +1486,42 @@ NSD_hh_L4_FN void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const d
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_hh_L4_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
     double a_[4];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
-    a_[3] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0;
     {
         const double l_ = lo_[9 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd9_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd9_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd9_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd9_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd9_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd9_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd9_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd9_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[10 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd10_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd10_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd10_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd10_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd10_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd10_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd10_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd10_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[11 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd11_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd11_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd11_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd11_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd11_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd11_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd11_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd11_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[12 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd12_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd12_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd12_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd12_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd12_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd12_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd12_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd12_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[13 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd13_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd13_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd13_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd13_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd13_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd13_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd13_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd13_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[14 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd14_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd14_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd14_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd14_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd14_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd14_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd14_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd14_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[15 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd15_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd15_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd15_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd15_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd15_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd15_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd15_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd15_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[16 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd16_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd16_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd16_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd16_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd16_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd16_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd16_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd16_.d[3] : 0.0);
     }
     {
         const double l_ = lo_[17 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd17_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd17_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd17_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd17_.d[3] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd17_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd17_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd17_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd17_.d[3] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
@@ -1754,42 +1598,24 @@ NSD_hh_L4_HOT void nsm_hh_vjpn_state(ns_mech_ppack *p, const double *lo_, double
 NSD_hh_L8_FN void nsm_hh_vjpa_current_ci(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_hh_L8 G_[1], v_ = nsd_hh_L8_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_hh_L8 Fd0_ = nsd_hh_L8_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_hh_L8 Fd1_ = nsd_hh_L8_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_hh_L8 Fd2_ = nsd_hh_L8_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
-    nsd_hh_L8 Fd3_ = nsd_hh_L8_c(p->field[3][i_]), *F3_ = &Fd3_;
-    (void)F3_;
-    nsd_hh_L8 Fd4_ = nsd_hh_L8_c(p->field[4][i_]), *F4_ = &Fd4_;
-    (void)F4_;
-    nsd_hh_L8 Fd5_ = nsd_hh_L8_c(p->field[5][i_]), *F5_ = &Fd5_;
-    (void)F5_;
-    nsd_hh_L8 Fd6_ = nsd_hh_L8_c(p->field[6][i_]), *F6_ = &Fd6_;
-    (void)F6_;
-    nsd_hh_L8 Fd7_ = nsd_hh_L8_c(p->field[7][i_]), *F7_ = &Fd7_;
-    (void)F7_;
-    nsd_hh_L8 Fd8_ = nsd_hh_L8_c(p->field[8][i_]), *F8_ = &Fd8_;
-    (void)F8_;
-    nsd_hh_L8 Fd9_ = nsd_hh_L8_c(p->field[9][i_]), *F9_ = &Fd9_;
-    (void)F9_;
-    nsd_hh_L8 Fd10_ = nsd_hh_L8_c(p->field[10][i_]), *F10_ = &Fd10_;
-    (void)F10_;
-    nsd_hh_L8 Fd11_ = nsd_hh_L8_c(p->field[11][i_]), *F11_ = &Fd11_;
-    (void)F11_;
-    nsd_hh_L8 Fd12_ = nsd_hh_L8_c(p->field[12][i_]), *F12_ = &Fd12_;
-    (void)F12_;
-    nsd_hh_L8 Fd13_ = nsd_hh_L8_c(p->field[13][i_]), *F13_ = &Fd13_;
-    (void)F13_;
-    nsd_hh_L8 Fd14_ = nsd_hh_L8_c(p->field[14][i_]), *F14_ = &Fd14_;
-    (void)F14_;
-    nsd_hh_L8 Fd15_ = nsd_hh_L8_c(p->field[15][i_]), *F15_ = &Fd15_;
-    (void)F15_;
-    nsd_hh_L8 Fd16_ = nsd_hh_L8_c(p->field[16][i_]), *F16_ = &Fd16_;
-    (void)F16_;
-    nsd_hh_L8 Fd17_ = nsd_hh_L8_c(p->field[17][i_]), *F17_ = &Fd17_;
-    (void)F17_;
+    nsd_hh_L8 Fd0_ = nsd_hh_L8_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_hh_L8 Fd1_ = nsd_hh_L8_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_hh_L8 Fd2_ = nsd_hh_L8_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_hh_L8 Fd3_ = nsd_hh_L8_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_hh_L8 Fd4_ = nsd_hh_L8_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_hh_L8 Fd5_ = nsd_hh_L8_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_hh_L8 Fd6_ = nsd_hh_L8_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_hh_L8 Fd7_ = nsd_hh_L8_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    nsd_hh_L8 Fd8_ = nsd_hh_L8_c(p->field[8][i_]), *F8_ = &Fd8_; (void)F8_;
+    nsd_hh_L8 Fd9_ = nsd_hh_L8_c(p->field[9][i_]), *F9_ = &Fd9_; (void)F9_;
+    nsd_hh_L8 Fd10_ = nsd_hh_L8_c(p->field[10][i_]), *F10_ = &Fd10_; (void)F10_;
+    nsd_hh_L8 Fd11_ = nsd_hh_L8_c(p->field[11][i_]), *F11_ = &Fd11_; (void)F11_;
+    nsd_hh_L8 Fd12_ = nsd_hh_L8_c(p->field[12][i_]), *F12_ = &Fd12_; (void)F12_;
+    nsd_hh_L8 Fd13_ = nsd_hh_L8_c(p->field[13][i_]), *F13_ = &Fd13_; (void)F13_;
+    nsd_hh_L8 Fd14_ = nsd_hh_L8_c(p->field[14][i_]), *F14_ = &Fd14_; (void)F14_;
+    nsd_hh_L8 Fd15_ = nsd_hh_L8_c(p->field[15][i_]), *F15_ = &Fd15_; (void)F15_;
+    nsd_hh_L8 Fd16_ = nsd_hh_L8_c(p->field[16][i_]), *F16_ = &Fd16_; (void)F16_;
+    nsd_hh_L8 Fd17_ = nsd_hh_L8_c(p->field[17][i_]), *F17_ = &Fd17_; (void)F17_;
     G_[0] = nsd_hh_L8_c(p->global[0]);
     Fd0_.d[1] = 1.0;
     Fd1_.d[2] = 1.0;
@@ -1807,14 +1633,7 @@ NSD_hh_L8_FN void nsm_hh_vjpa_current_ci(ns_mech_ppack *p, int i_, int node_, co
     nsd_hh_L8 rhs_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
     g_ = nsd_hh_L8_div(nsd_hh_L8_sub(g_, rhs_), nsd_hh_L8_c(.001));
     double a_[8];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
-    a_[3] = 0.0;
-    a_[4] = 0.0;
-    a_[5] = 0.0;
-    a_[6] = 0.0;
-    a_[7] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0; a_[5] = 0.0; a_[6] = 0.0; a_[7] = 0.0;
     {
         const double l_ = lo_[0 * s_];
         a_[1] = a_[1] + l_;
@@ -1833,58 +1652,23 @@ NSD_hh_L8_FN void nsm_hh_vjpa_current_ci(ns_mech_ppack *p, int i_, int node_, co
     }
     {
         const double l_ = lo_[4 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd4_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd4_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd4_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd4_.d[7] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd4_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd4_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd4_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd4_.d[7] : 0.0);
     }
     {
         const double l_ = lo_[5 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd5_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd5_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd5_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd5_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd5_.d[7] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd5_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd5_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd5_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd5_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd5_.d[7] : 0.0);
     }
     {
         const double l_ = lo_[6 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd6_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd6_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd6_.d[7] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd6_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd6_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd6_.d[7] : 0.0);
     }
     {
         const double l_ = lo_[7 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd7_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd7_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd7_.d[7] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd7_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd7_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd7_.d[7] : 0.0);
     }
     {
         const double l_ = lo_[8 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd8_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd8_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd8_.d[2] : 0.0);
-        a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd8_.d[3] : 0.0);
-        a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd8_.d[4] : 0.0);
-        a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd8_.d[5] : 0.0);
-        a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd8_.d[6] : 0.0);
-        a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd8_.d[7] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd8_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd8_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd8_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd8_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd8_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd8_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd8_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd8_.d[7] : 0.0);
     }
     {
         const double l_ = lo_[15 * s_];
@@ -1900,22 +1684,8 @@ NSD_hh_L8_FN void nsm_hh_vjpa_current_ci(ns_mech_ppack *p, int i_, int node_, co
     }
     {
         const double lr_ = lo_[18 * s_], ld_ = lo_[19 * s_];
-        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0);
-        a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0);
-        a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
-        a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0);
-        a_[4] = a_[4] - lr_ * (lr_ != 0.0 ? rhs_.d[4] : 0.0);
-        a_[5] = a_[5] - lr_ * (lr_ != 0.0 ? rhs_.d[5] : 0.0);
-        a_[6] = a_[6] - lr_ * (lr_ != 0.0 ? rhs_.d[6] : 0.0);
-        a_[7] = a_[7] - lr_ * (lr_ != 0.0 ? rhs_.d[7] : 0.0);
-        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0);
-        a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0);
-        a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
-        a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0);
-        a_[4] = a_[4] + ld_ * (ld_ != 0.0 ? g_.d[4] : 0.0);
-        a_[5] = a_[5] + ld_ * (ld_ != 0.0 ? g_.d[5] : 0.0);
-        a_[6] = a_[6] + ld_ * (ld_ != 0.0 ? g_.d[6] : 0.0);
-        a_[7] = a_[7] + ld_ * (ld_ != 0.0 ? g_.d[7] : 0.0);
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0); a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0); a_[4] = a_[4] - lr_ * (lr_ != 0.0 ? rhs_.d[4] : 0.0); a_[5] = a_[5] - lr_ * (lr_ != 0.0 ? rhs_.d[5] : 0.0); a_[6] = a_[6] - lr_ * (lr_ != 0.0 ? rhs_.d[6] : 0.0); a_[7] = a_[7] - lr_ * (lr_ != 0.0 ? rhs_.d[7] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0); a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0); a_[4] = a_[4] + ld_ * (ld_ != 0.0 ? g_.d[4] : 0.0); a_[5] = a_[5] + ld_ * (ld_ != 0.0 ? g_.d[5] : 0.0); a_[6] = a_[6] + ld_ * (ld_ != 0.0 ? g_.d[6] : 0.0); a_[7] = a_[7] + ld_ * (ld_ != 0.0 ? g_.d[7] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];

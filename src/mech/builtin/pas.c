@@ -345,12 +345,9 @@ NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd
 NSD_pas_L1_FN void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
+    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     double a_[1];
     a_[0] = 0.0;
@@ -392,12 +389,9 @@ NSD_pas_L1_ENTRY void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, dou
 NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L3 G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_pas_L3 Fd0_ = nsd_pas_L3_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_pas_L3 Fd1_ = nsd_pas_L3_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_pas_L3 Fd2_ = nsd_pas_L3_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
+    nsd_pas_L3 Fd0_ = nsd_pas_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L3 Fd1_ = nsd_pas_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L3 Fd2_ = nsd_pas_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
     Fd0_.d[1] = 1.0;
     Fd1_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
@@ -405,9 +399,7 @@ NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, con
     nsd_pas_L3 rhs_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
     g_ = nsd_pas_L3_div(nsd_pas_L3_sub(g_, rhs_), nsd_pas_L3_c(.001));
     double a_[3];
-    a_[0] = 0.0;
-    a_[1] = 0.0;
-    a_[2] = 0.0;
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
     {
         const double l_ = lo_[0 * s_];
         a_[1] = a_[1] + l_;
@@ -418,18 +410,12 @@ NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, con
     }
     {
         const double l_ = lo_[2 * s_];
-        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd2_.d[0] : 0.0);
-        a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd2_.d[1] : 0.0);
-        a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd2_.d[2] : 0.0);
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd2_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd2_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd2_.d[2] : 0.0);
     }
     {
         const double lr_ = lo_[3 * s_], ld_ = lo_[4 * s_];
-        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0);
-        a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0);
-        a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
-        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0);
-        a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0);
-        a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -468,12 +454,9 @@ NSD_pas_L3_HOT void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, do
 NSD_pas_L1_FN void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
     nsd_pas_L1 G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_;
-    (void)F0_;
-    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_;
-    (void)F1_;
-    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_;
-    (void)F2_;
+    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     double a_[1];
     a_[0] = 0.0;
