@@ -271,27 +271,40 @@ static int no_block_calls(dx *d, const ex *e) {
     return no_block_calls(d, e->a) && no_block_calls(d, e->b);
 }
 
-static int selectable_list(dx *d, const stlist *l);
+/* the LOCALs of the branches being checked, innermost first */
+typedef struct branch_locals {
+    const stlist *l;
+    const struct branch_locals *up;
+} branch_locals;
+static int branch_local(const branch_locals *b, const char *name) {
+    for (; b; b = b->up)
+        for (int i = 0; i < b->l->n_locals; i++)
+            if (!strcmp(b->l->locals[i], name)) return 1;
+    return 0;
+}
+
+static int selectable_list(dx *d, const stlist *l, const branch_locals *up);
 /* An IF whose branches only assign duals (LOCALs, arguments, fields, a
  * FUNCTION's value) from expressions without calls of FUNCTIONs or
  * PROCEDUREs, and whose nested IFs are the same */
-static int selectable_if(dx *d, const st *s) {
-    return no_block_calls(d, s->e) && selectable_list(d, s->then_) && (!s->else_ || selectable_list(d, s->else_));
+static int selectable_if(dx *d, const st *s, const branch_locals *up) {
+    return no_block_calls(d, s->e) && selectable_list(d, s->then_, up) && (!s->else_ || selectable_list(d, s->else_, up));
 }
-static int selectable_list(dx *d, const stlist *l) {
+static int selectable_list(dx *d, const stlist *l, const branch_locals *up) {
+    const branch_locals here = {l, up};
     for (int i = 0; i < l->n_locals; i++)
         if (l->local_size && l->local_size[i]) return 0;
     for (int i = 0; i < l->n; i++) {
         const st *s = l->s[i];
         if (s->kind == ST_IF) {
-            if (!selectable_if(d, s)) return 0;
+            if (!selectable_if(d, s, &here)) return 0;
             continue;
         }
         if (s->kind != ST_ASSIGN || s->index || !no_block_calls(d, s->e)) return 0;
         const var *v = nm_find_var(d->m, s->name);
         const int sc = nm_gen_scope(d->g, s->name);
         const int ret = d->owner && d->owner->kind == B_FUNCTION && !strcmp(d->owner->name, s->name);
-        if (sc < 0 && !ret && !(v && v->field >= 0)) return 0;
+        if (sc < 0 && !ret && !(v && v->field >= 0) && !branch_local(&here, s->name)) return 0;
     }
     return 1;
 }
@@ -310,11 +323,16 @@ static int dst_select(dx *d, const st *s, int ind) {
     P("%*s{\n%*s    const int %s = %s%s((", ind, "", ind, "", c, outer ? outer : "", outer ? " & " : "");
     dcond(d, s->e);
     P(") != 0.0), %s = %s%s!%s;\n", e, outer ? outer : "", outer ? " & " : "", c);
+    /* each branch in a block of its own (its LOCALs) */
     d->mask = c;
-    int r = dlist(d, s->then_, ind + 4);
+    P("%*s    {\n", ind, "");
+    int r = dlist(d, s->then_, ind + 8);
+    P("%*s    }\n", ind, "");
     if (!r && s->else_) {
         d->mask = e;
-        r = dlist(d, s->else_, ind + 4);
+        P("%*s    {\n", ind, "");
+        r = dlist(d, s->else_, ind + 8);
+        P("%*s    }\n", ind, "");
     }
     d->mask = outer;
     P("%*s    (void)%s; (void)%s;\n%*s}\n", ind, "", c, e, ind, "");
@@ -380,7 +398,7 @@ static int dst(dx *d, const st *s, int ind) {
         return 0;
     }
     case ST_IF:
-        if (selectable_if(d, s)) return dst_select(d, s, ind);
+        if (selectable_if(d, s, NULL)) return dst_select(d, s, ind);
         P("%*sif (", ind, "");
         dcond(d, s->e);
         P(") {\n");

@@ -483,16 +483,20 @@ NSD_Exp2Syn_L3_FN void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int node_
     {
         const int c0_ = (((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v > (nsd_Exp2Syn_L3_c(0.9999)).v))).v) != 0.0), e0_ = !c0_;
         {
-            const nsd_Exp2Syn_L3 t_ = nsd_Exp2Syn_L3_mul_l(0.9999, (*F1_));
-            (*F0_) = nsd_Exp2Syn_L3_sel(c0_, t_, (*F0_));
+            {
+                const nsd_Exp2Syn_L3 t_ = nsd_Exp2Syn_L3_mul_l(0.9999, (*F1_));
+                (*F0_) = nsd_Exp2Syn_L3_sel(c0_, t_, (*F0_));
+            }
         }
         (void)c0_; (void)e0_;
     }
     {
         const int c1_ = (((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v < (nsd_Exp2Syn_L3_c(1e-9)).v))).v) != 0.0), e1_ = !c1_;
         {
-            const nsd_Exp2Syn_L3 t_ = nsd_Exp2Syn_L3_mul_r((*F1_), 1e-9);
-            (*F0_) = nsd_Exp2Syn_L3_sel(c1_, t_, (*F0_));
+            {
+                const nsd_Exp2Syn_L3 t_ = nsd_Exp2Syn_L3_mul_r((*F1_), 1e-9);
+                (*F0_) = nsd_Exp2Syn_L3_sel(c1_, t_, (*F0_));
+            }
         }
         (void)c1_; (void)e1_;
     }

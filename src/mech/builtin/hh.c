@@ -444,12 +444,16 @@ NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_h
     {
         const int c0_ = (((nsd_hh_L1_c((double)((nsd_hh_L1_fabs(nsd_hh_L1_div(A_x, A_y))).v < (nsd_hh_L1_c(1e-6)).v))).v) != 0.0), e0_ = !c0_;
         {
-            const nsd_hh_L1 t_ = nsd_hh_L1_mul(A_y, nsd_hh_L1_sub_l(1.0, nsd_hh_L1_div_r(nsd_hh_L1_div(A_x, A_y), 2.0)));
-            ret_ = nsd_hh_L1_sel(c0_, t_, ret_);
+            {
+                const nsd_hh_L1 t_ = nsd_hh_L1_mul(A_y, nsd_hh_L1_sub_l(1.0, nsd_hh_L1_div_r(nsd_hh_L1_div(A_x, A_y), 2.0)));
+                ret_ = nsd_hh_L1_sel(c0_, t_, ret_);
+            }
         }
         {
-            const nsd_hh_L1 t_ = nsd_hh_L1_div(A_x, nsd_hh_L1_sub_r(nsd_hh_L1_exp(nsd_hh_L1_div(A_x, A_y)), 1.0));
-            ret_ = nsd_hh_L1_sel(e0_, t_, ret_);
+            {
+                const nsd_hh_L1 t_ = nsd_hh_L1_div(A_x, nsd_hh_L1_sub_r(nsd_hh_L1_exp(nsd_hh_L1_div(A_x, A_y)), 1.0));
+                ret_ = nsd_hh_L1_sel(e0_, t_, ret_);
+            }
         }
         (void)c0_; (void)e0_;
     }
@@ -666,12 +670,16 @@ NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_f_vtrap(ns_mech_ppack *p, nsd_hh_L10 *F0_, n
     {
         const int c1_ = (((nsd_hh_L10_c((double)((nsd_hh_L10_fabs(nsd_hh_L10_div(A_x, A_y))).v < (nsd_hh_L10_c(1e-6)).v))).v) != 0.0), e1_ = !c1_;
         {
-            const nsd_hh_L10 t_ = nsd_hh_L10_mul(A_y, nsd_hh_L10_sub_l(1.0, nsd_hh_L10_div_r(nsd_hh_L10_div(A_x, A_y), 2.0)));
-            ret_ = nsd_hh_L10_sel(c1_, t_, ret_);
+            {
+                const nsd_hh_L10 t_ = nsd_hh_L10_mul(A_y, nsd_hh_L10_sub_l(1.0, nsd_hh_L10_div_r(nsd_hh_L10_div(A_x, A_y), 2.0)));
+                ret_ = nsd_hh_L10_sel(c1_, t_, ret_);
+            }
         }
         {
-            const nsd_hh_L10 t_ = nsd_hh_L10_div(A_x, nsd_hh_L10_sub_r(nsd_hh_L10_exp(nsd_hh_L10_div(A_x, A_y)), 1.0));
-            ret_ = nsd_hh_L10_sel(e1_, t_, ret_);
+            {
+                const nsd_hh_L10 t_ = nsd_hh_L10_div(A_x, nsd_hh_L10_sub_r(nsd_hh_L10_exp(nsd_hh_L10_div(A_x, A_y)), 1.0));
+                ret_ = nsd_hh_L10_sel(e1_, t_, ret_);
+            }
         }
         (void)c1_; (void)e1_;
     }
@@ -888,12 +896,16 @@ NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_h
     {
         const int c2_ = (((nsd_hh_L4_c((double)((nsd_hh_L4_fabs(nsd_hh_L4_div(A_x, A_y))).v < (nsd_hh_L4_c(1e-6)).v))).v) != 0.0), e2_ = !c2_;
         {
-            const nsd_hh_L4 t_ = nsd_hh_L4_mul(A_y, nsd_hh_L4_sub_l(1.0, nsd_hh_L4_div_r(nsd_hh_L4_div(A_x, A_y), 2.0)));
-            ret_ = nsd_hh_L4_sel(c2_, t_, ret_);
+            {
+                const nsd_hh_L4 t_ = nsd_hh_L4_mul(A_y, nsd_hh_L4_sub_l(1.0, nsd_hh_L4_div_r(nsd_hh_L4_div(A_x, A_y), 2.0)));
+                ret_ = nsd_hh_L4_sel(c2_, t_, ret_);
+            }
         }
         {
-            const nsd_hh_L4 t_ = nsd_hh_L4_div(A_x, nsd_hh_L4_sub_r(nsd_hh_L4_exp(nsd_hh_L4_div(A_x, A_y)), 1.0));
-            ret_ = nsd_hh_L4_sel(e2_, t_, ret_);
+            {
+                const nsd_hh_L4 t_ = nsd_hh_L4_div(A_x, nsd_hh_L4_sub_r(nsd_hh_L4_exp(nsd_hh_L4_div(A_x, A_y)), 1.0));
+                ret_ = nsd_hh_L4_sel(e2_, t_, ret_);
+            }
         }
         (void)c2_; (void)e2_;
     }
@@ -1110,12 +1122,16 @@ NSD_hh_L8_FN nsd_hh_L8 nsd_hh_L8_f_vtrap(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_h
     {
         const int c3_ = (((nsd_hh_L8_c((double)((nsd_hh_L8_fabs(nsd_hh_L8_div(A_x, A_y))).v < (nsd_hh_L8_c(1e-6)).v))).v) != 0.0), e3_ = !c3_;
         {
-            const nsd_hh_L8 t_ = nsd_hh_L8_mul(A_y, nsd_hh_L8_sub_l(1.0, nsd_hh_L8_div_r(nsd_hh_L8_div(A_x, A_y), 2.0)));
-            ret_ = nsd_hh_L8_sel(c3_, t_, ret_);
+            {
+                const nsd_hh_L8 t_ = nsd_hh_L8_mul(A_y, nsd_hh_L8_sub_l(1.0, nsd_hh_L8_div_r(nsd_hh_L8_div(A_x, A_y), 2.0)));
+                ret_ = nsd_hh_L8_sel(c3_, t_, ret_);
+            }
         }
         {
-            const nsd_hh_L8 t_ = nsd_hh_L8_div(A_x, nsd_hh_L8_sub_r(nsd_hh_L8_exp(nsd_hh_L8_div(A_x, A_y)), 1.0));
-            ret_ = nsd_hh_L8_sel(e3_, t_, ret_);
+            {
+                const nsd_hh_L8 t_ = nsd_hh_L8_div(A_x, nsd_hh_L8_sub_r(nsd_hh_L8_exp(nsd_hh_L8_div(A_x, A_y)), 1.0));
+                ret_ = nsd_hh_L8_sel(e3_, t_, ret_);
+            }
         }
         (void)c3_; (void)e3_;
     }
