@@ -57,8 +57,11 @@ extern "C" {
  *    (the gradients of synapses and weights; without it, a library's point
  *    processes are not differentiable); ns_mech_desc.n_ldifus, ldifus_field,
  *    ldifus_coef: LONGITUDINAL_DIFFUSION (the CPU loop's diffusion between
- *    segments after the states; none in an older library). */
-#define NS_MECH_ABI_VERSION 8
+ *    segments after the states; none in an older library).
+ * 9: ns_mech_desc.vjp_init_n_ci, vjp_current_n_ci, vjp_state_n_ci: the derivatives over a
+ *    block with constant ion values (no lanes for e, ci, co). A library built for 3 to 8
+ *    still loads, without them (the gradients call vjp_*_n). */
+#define NS_MECH_ABI_VERSION 9
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -639,6 +642,15 @@ typedef struct ns_mech_desc {
     int n_ldifus;
     const int *ldifus_field;
     void (*ldifus_coef)(ns_mech_ppack *p, int j, double *dc, double *vol);
+    /* ABI 9: vjp_init_n, vjp_current_n, vjp_state_n with the ion values e, ci, co that the
+     * phase reads taken as constants (no lanes for them: a cheaper product); their rows of
+     * l_globals are not written, the rest are the same bits. The gradients call them where
+     * no mechanism of the model writes a concentration of an ion the mechanism uses (the
+     * values are then constants of the run; docs/gradients.md "Cost"). NULL for a phase that
+     * reads no such value, where vjp_*_n are NULL, and in a library built for ABI 3 to 8. */
+    void (*vjp_init_n_ci)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
+    void (*vjp_current_n_ci)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
+    void (*vjp_state_n_ci)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
 } ns_mech_desc;
 
 /* ns_mech_desc.cuda_errors. UNKNOWN (0, a library built before the field or a descriptor that

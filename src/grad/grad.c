@@ -72,6 +72,7 @@ struct ns_grad {
     size_t work_bytes;      /* the cells' work arrays */
     int32_t *goff;          /* mechanism k's GLOBALs at goff[k] of lglob and gwant */
     unsigned char *gwant;   /* a GLOBAL some cell's parameter names: its derivative is computed */
+    unsigned char *ci;      /* per mechanism: its ion values are constants (gion_constant) */
     size_t bytes;
     gion *ion;              /* the live ions (grad_ion.c) */
 };
@@ -287,6 +288,10 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
         phase == PH_INIT ? d->vjp_init : phase == PH_CURRENT ? d->vjp_current : d->vjp_state;
     void (*vjpn)(ns_mech_ppack *, const double *, double *, double *, double *) =
         phase == PH_INIT ? d->vjp_init_n : phase == PH_CURRENT ? d->vjp_current_n : d->vjp_state_n;
+    /* constant ion values (gion_constant): the product without their lanes, where it has one */
+    void (*vjpc)(ns_mech_ppack *, const double *, double *, double *, double *) =
+        !g->ci[k] ? NULL : phase == PH_INIT ? d->vjp_init_n_ci : phase == PH_CURRENT ? d->vjp_current_n_ci : d->vjp_state_n_ci;
+    if (vjpc) vjpn = vjpc;
     double *vp = gc->out, *lo = gc->jac, *li = gc->jac + n_out;
     memcpy(vp, v, (size_t)gc->n * sizeof *v);
     put_fields(gc, k, nf, ni, F);
@@ -768,6 +773,7 @@ void ns_grad_destroy(ns_grad_t *g) {
     gev_destroy(g->ev);
     free(g->goff);
     free(g->gwant);
+    free(g->ci);
     free(g->cells);
     free(g);
 }
@@ -810,7 +816,9 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         g->goff[k + 1] = g->goff[k] + sim->model->mechs[k].desc->n_globals;
     const size_t n_glob = g->goff ? (size_t)g->goff[sim->model->n_mechs] : 0;
     g->gwant = calloc(n_glob + 1, 1);
-    ns_status st = g->cells && g->goff && g->gwant
+    g->ci = calloc((size_t)sim->model->n_mechs + 1, 1);
+    for (int32_t k = 0; g->ci && k < sim->model->n_mechs; ++k) g->ci[k] = (unsigned char)gion_constant(sim->model, k);
+    ns_status st = g->cells && g->goff && g->gwant && g->ci
                        ? NS_OK
                        : ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: %lld cells", (long long)sim->n_cells);
     for (int64_t c = 0; st == NS_OK && c < sim->n_cells; ++c) {

@@ -77,6 +77,21 @@ void gion_free(gion *gi) {
 }
 
 int32_t gion_live(const gion *gi) { return gi->n_live; }
+
+int gion_constant(const sim_model *model, int32_t k) {
+    const sim_mech *mk = &model->mechs[k];
+    for (int jj = 0; jj < mk->desc->n_ions && jj < NS_SIM_MECH_IONS_MAX; ++jj) {
+        const int32_t j = mk->ion[jj];
+        for (int32_t q = 0; q < model->n_mechs; ++q) {
+            const ns_mech_desc *d = model->mechs[q].desc;
+            for (int u = 0; u < d->n_ions && u < NS_SIM_MECH_IONS_MAX; ++u)
+                if (model->mechs[q].ion[u] == j &&
+                    (d->ions[u].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO | NS_MECH_ION_WRITE_E)))
+                    return 0;
+        }
+    }
+    return 1;
+}
 int gion_writer(const gion *gi, int32_t k) { return gi->mech[k].writes; }
 int gion_uses(const gion *gi, int32_t k) {
     for (int jj = 0; jj < NS_SIM_MECH_IONS_MAX; ++jj)

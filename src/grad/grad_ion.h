@@ -16,6 +16,11 @@ ns_status gion_create(const sim_model *model, gion **out);
 void gion_free(gion *gi);
 /* live ions (0: the state has no ion part) */
 int32_t gion_live(const gion *gi);
+/* 1 where the ion values (e, ci, co) that mechanism k reads are constants of the run: no
+ * mechanism of the model writes a concentration or the reversal potential of an ion k uses
+ * (its ion currents may be live). Its products may then take them without lanes (ABI 9's
+ * vjp_*_n_ci: the same bits on every other row) */
+int gion_constant(const sim_model *model, int32_t k);
 /* NS_ERR_UNSUPPORTED where mechanism k touches a live ion in a way the
  * derivative code does not follow: a library built before ABI 8 (no ion
  * lanes), a written reversal potential, a point process's ion current */

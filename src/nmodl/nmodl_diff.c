@@ -38,6 +38,9 @@ typedef struct dx {
     char **di;          /* writing a derivimplicit block's derivatives: its states (f_[k] = k's) */
     int n_di;
     int call_stmt;      /* the call being written is a statement (a PROCEDURE's value: refused) */
+    int K;              /* the lanes of the duals being written (type d->M) */
+    const char *mask;   /* writing an IF's branch as selects: its condition's variable (else NULL) */
+    int n_mask;         /* the IFs written as selects so far (their variables' names) */
 } dx;
 
 #define P(...) nm_gen_put(d->g, __VA_ARGS__)
@@ -55,106 +58,11 @@ static int dfail(dx *d, int line, const char *fmt, ...) {
     return -1;
 }
 
-/* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
- * library functions are the textbook ones at the computed value. */
-static const char *const runtime[] = {
-    "#if defined(__GNUC__) || defined(__clang__)\n"
-    "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
-    "#define NSD_@_TWIN static inline __attribute__((unused))\n"
-    "#define NSD_@_ENTRY static __attribute__((flatten, noinline))\n"
-    "#ifdef NSM_CLONES\n"
-    "#define NSD_@_HOT static __attribute__((target_clones(\"avx2\", \"default\"), flatten, noinline))\n"
-    "#else\n#define NSD_@_HOT NSD_@_ENTRY\n#endif\n"
-    "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n"
-    "#define NSD_@_HOT static\n#endif\n"
-    "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
-    "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
-    "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
-    "NSD_@_FN nsd_@ nsd_@_add(nsd_@ a, nsd_@ b) {\n"
-    "    NSD_@_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] + b.d[k]);\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_sub(nsd_@ a, nsd_@ b) {\n"
-    "    NSD_@_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] - b.d[k]);\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_mul(nsd_@ a, nsd_@ b) {\n"
-    "    NSD_@_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_div(nsd_@ a, nsd_@ b) {\n"
-    "    NSD_@_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_neg(nsd_@ a) { NSD_@_OP(r.v = -a.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -a.d[k]); }\n"
-    /* f(a) with f'(a) = df */
-    "NSD_@_FN nsd_@ nsd_@_f1(nsd_@ a, double f, double df) {\n"
-    "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = df * a.d[k]);\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_exp(nsd_@ a) { const double e = nsm_exp(a.v); return nsd_@_f1(a, e, e); }\n"
-    "NSD_@_FN nsd_@ nsd_@_expm1(nsd_@ a) { return nsd_@_f1(a, expm1(a.v), exp(a.v)); }\n"
-    "NSD_@_FN nsd_@ nsd_@_log(nsd_@ a) { return nsd_@_f1(a, log(a.v), 1.0 / a.v); }\n"
-    "NSD_@_FN nsd_@ nsd_@_log10(nsd_@ a) { return nsd_@_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }\n"
-    "NSD_@_FN nsd_@ nsd_@_sqrt(nsd_@ a) { const double s = sqrt(a.v); return nsd_@_f1(a, s, 0.5 / s); }\n"
-    "NSD_@_FN nsd_@ nsd_@_fabs(nsd_@ a) { return nsd_@_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }\n"
-    "NSD_@_FN nsd_@ nsd_@_sin(nsd_@ a) { return nsd_@_f1(a, sin(a.v), cos(a.v)); }\n"
-    "NSD_@_FN nsd_@ nsd_@_cos(nsd_@ a) { return nsd_@_f1(a, cos(a.v), -sin(a.v)); }\n"
-    "NSD_@_FN nsd_@ nsd_@_tan(nsd_@ a) { const double t = tan(a.v); return nsd_@_f1(a, t, 1.0 + t * t); }\n"
-    "NSD_@_FN nsd_@ nsd_@_tanh(nsd_@ a) { const double t = tanh(a.v); return nsd_@_f1(a, t, 1.0 - t * t); }\n"
-    "NSD_@_FN nsd_@ nsd_@_atan(nsd_@ a) { return nsd_@_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }\n"
-    "NSD_@_FN nsd_@ nsd_@_floor(nsd_@ a) { return nsd_@_f1(a, floor(a.v), 0.0); }\n"
-    "NSD_@_FN nsd_@ nsd_@_ceil(nsd_@ a) { return nsd_@_f1(a, ceil(a.v), 0.0); }\n"
-    /* x / (exp(x) - 1): -1/2 where 1 + x == 1 (the value is 1 there) */
-    "NSD_@_FN nsd_@ nsd_@_exprelr(nsd_@ a) {\n"
-    "    if (1.0 + a.v == 1.0) return nsd_@_f1(a, 1.0, -0.5);\n"
-    "    const double e = expm1(a.v);\n"
-    "    return nsd_@_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_pow(nsd_@ a, nsd_@ b) {\n"
-    "    const double f = pow(a.v, b.v);\n"
-    "    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;\n"
-    "    NSD_@_OP(r.v = f; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_fmin(nsd_@ a, nsd_@ b) { nsd_@ r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }\n"
-    "NSD_@_FN nsd_@ nsd_@_fmax(nsd_@ a, nsd_@ b) { nsd_@ r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }\n",
-    /* an operand that is a constant (a double: no lanes): _r on the right, _l on the left */
-    "NSD_@_FN nsd_@ nsd_@_add_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v + c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k]); }\n"
-    "NSD_@_FN nsd_@ nsd_@_sub_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v - c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k]); }\n"
-    "NSD_@_FN nsd_@ nsd_@_mul_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v * c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] * c); }\n"
-    "NSD_@_FN nsd_@ nsd_@_div_r(nsd_@ a, double c) { NSD_@_OP(r.v = a.v / c; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = a.d[k] / c); }\n"
-    "NSD_@_FN nsd_@ nsd_@_pow_r(nsd_@ a, double c) {\n"
-    "    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);\n"
-    "    return nsd_@_f1(a, f, da);\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_add_l(double c, nsd_@ b) { NSD_@_OP(r.v = c + b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = b.d[k]); }\n"
-    "NSD_@_FN nsd_@ nsd_@_sub_l(double c, nsd_@ b) { NSD_@_OP(r.v = c - b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -b.d[k]); }\n"
-    "NSD_@_FN nsd_@ nsd_@_mul_l(double c, nsd_@ b) { NSD_@_OP(r.v = c * b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = c * b.d[k]); }\n"
-    "NSD_@_FN nsd_@ nsd_@_div_l(double c, nsd_@ b) {\n"
-    "    NSD_@_OP(r.v = c / b.v; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);\n}\n"
-    "NSD_@_FN nsd_@ nsd_@_pow_l(double c, nsd_@ b) {\n"
-    "    const double f = pow(c, b.v);\n"
-    "    return nsd_@_f1(b, f, c > 0.0 ? f * log(c) : 0.0);\n}\n",
-    /* J X = R in place (J n x n, R n x m, row-major): Gaussian elimination, partial pivoting */
-    "NSD_@_TWIN void nsd_@_gauss(int n, double *J, double *R, int m) {\n"
-    "    for (int c = 0; c < n; ++c) {\n"
-    "        int pv = c;\n"
-    "        for (int r = c + 1; r < n; ++r)\n            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;\n"
-    "        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }\n"
-    "        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }\n"
-    "        for (int r = c + 1; r < n; ++r) {\n"
-    "            const double f = J[r * n + c] / J[c * n + c];\n"
-    "            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];\n"
-    "            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];\n"
-    "        }\n    }\n"
-    "    for (int c = n - 1; c >= 0; --c)\n"
-    "        for (int k = 0; k < m; ++k) {\n"
-    "            double s = R[c * m + k];\n"
-    "            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];\n"
-    "            R[c * m + k] = s / J[c * n + c];\n"
-    "        }\n}\n"};
-
 static void put_runtime(dx *d, int K) {
     P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
       "fields, the %d GLOBALs), %d for the phases that read that many ---- */\nenum { NSD_%s_K = %d };\n",
       d->m->n_fields, d->m->n_globals, K, d->M, K);
-    for (size_t q = 0; q < sizeof runtime / sizeof *runtime; ++q)
-        for (const char *c = runtime[q]; *c; ++c) {
-            const char *at = strchr(c, '@');
-            if (!at) {
-                P("%s", c);
-                break;
-            }
-            P("%.*s%s", (int)(at - c), c, d->M);
-            c = at;
-        }
+    nm_diff_put_runtime(d->g, d->M, K);
 }
 
 static int is_ion_input(const var *v) { return v->ion >= 0 && v->field < 0; }
@@ -350,6 +258,87 @@ static void put_solve_call(dx *d, const block *bl) {
     P("v_)");
 }
 
+/* An expression without calls of FUNCTIONs or PROCEDUREs (their twins may
+ * write fields): what a branch written as selects may run on every path */
+static int no_block_calls(dx *d, const ex *e) {
+    if (!e) return 1;
+    if (e->kind == EX_CALL) {
+        if (nm_find_block(d->m, e->text)) return 0;
+        for (int i = 0; i < e->n_args; i++)
+            if (!no_block_calls(d, e->args[i])) return 0;
+        return 1;
+    }
+    return no_block_calls(d, e->a) && no_block_calls(d, e->b);
+}
+
+/* the LOCALs of the branches being checked, innermost first */
+typedef struct branch_locals {
+    const stlist *l;
+    const struct branch_locals *up;
+} branch_locals;
+static int branch_local(const branch_locals *b, const char *name) {
+    for (; b; b = b->up)
+        for (int i = 0; i < b->l->n_locals; i++)
+            if (!strcmp(b->l->locals[i], name)) return 1;
+    return 0;
+}
+
+static int selectable_list(dx *d, const stlist *l, const branch_locals *up);
+/* An IF whose branches only assign duals (LOCALs, arguments, fields, a
+ * FUNCTION's value) from expressions without calls of FUNCTIONs or
+ * PROCEDUREs, and whose nested IFs are the same */
+static int selectable_if(dx *d, const st *s, const branch_locals *up) {
+    return no_block_calls(d, s->e) && selectable_list(d, s->then_, up) && (!s->else_ || selectable_list(d, s->else_, up));
+}
+static int selectable_list(dx *d, const stlist *l, const branch_locals *up) {
+    const branch_locals here = {l, up};
+    for (int i = 0; i < l->n_locals; i++)
+        if (l->local_size && l->local_size[i]) return 0;
+    for (int i = 0; i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_IF) {
+            if (!selectable_if(d, s, &here)) return 0;
+            continue;
+        }
+        if (s->kind != ST_ASSIGN || s->index || !no_block_calls(d, s->e)) return 0;
+        const var *v = nm_find_var(d->m, s->name);
+        const int sc = nm_gen_scope(d->g, s->name);
+        const int ret = d->owner && d->owner->kind == B_FUNCTION && !strcmp(d->owner->name, s->name);
+        if (sc < 0 && !ret && !(v && v->field >= 0) && !branch_local(&here, s->name)) return 0;
+    }
+    return 1;
+}
+
+/* An IF as selects (selectable_if): its condition once, then both branches
+ * on every instance, each assignment's value computed and kept where the
+ * branch is taken (nsd_NAME_sel): the same values as the branch, and no
+ * branch left in the loop over the instances, which then vectorises (a
+ * branch with floating-point operations is not if-converted: they may trap) */
+static int dst_select(dx *d, const st *s, int ind) {
+    const char *outer = d->mask;
+    char c[32], e[32];
+    const int id = d->n_mask++;
+    snprintf(c, sizeof c, "c%d_", id);
+    snprintf(e, sizeof e, "e%d_", id);
+    P("%*s{\n%*s    const int %s = %s%s((", ind, "", ind, "", c, outer ? outer : "", outer ? " & " : "");
+    dcond(d, s->e);
+    P(") != 0.0), %s = %s%s!%s;\n", e, outer ? outer : "", outer ? " & " : "", c);
+    /* each branch in a block of its own (its LOCALs) */
+    d->mask = c;
+    P("%*s    {\n", ind, "");
+    int r = dlist(d, s->then_, ind + 8);
+    P("%*s    }\n", ind, "");
+    if (!r && s->else_) {
+        d->mask = e;
+        P("%*s    {\n", ind, "");
+        r = dlist(d, s->else_, ind + 8);
+        P("%*s    }\n", ind, "");
+    }
+    d->mask = outer;
+    P("%*s    (void)%s; (void)%s;\n%*s}\n", ind, "", c, e, ind, "");
+    return r;
+}
+
 static int dst(dx *d, const st *s, int ind) {
     d->line = s->line;
     switch (s->kind) {
@@ -359,6 +348,16 @@ static int dst(dx *d, const st *s, int ind) {
         const int sc = nm_gen_scope(d->g, s->name);
         if (sc < 0 && v && v->field < 0 && v->global < 0)
             return dfail(d, s->line, "the assignment to %s", s->name);
+        if (d->mask) { /* in an IF written as selects: the value, then the select */
+            P("%*s{\n%*s    const nsd_%s t_ = ", ind, "", ind, "", d->M);
+            dex(d, s->e);
+            P(";\n%*s    ", ind, "");
+            dvar(d, s->line, s->name, NULL);
+            P(" = nsd_%s_sel(%s, t_, ", d->M, d->mask);
+            dvar(d, s->line, s->name, NULL);
+            P(");\n%*s}\n", ind, "");
+            return d->failed ? -1 : 0;
+        }
         P("%*s", ind, "");
         dvar(d, s->line, s->name, NULL);
         P(" = ");
@@ -399,6 +398,7 @@ static int dst(dx *d, const st *s, int ind) {
         return 0;
     }
     case ST_IF:
+        if (selectable_if(d, s, NULL)) return dst_select(d, s, ind);
         P("%*sif (", ind, "");
         dcond(d, s->e);
         P(") {\n");
@@ -689,23 +689,25 @@ static void copies(dx *d, int v_too, int conc) {
  * phase reads: lane[j] >= 0; -2: a field it neither reads nor writes), the
  * phase, then l_in += J^T l_out. The adjoints sit s_ apart: output r at
  * lo_[r * s_], field f's at lf_[f * s_], GLOBAL q's at lg_[q * s_]; v's at
- * *lv_ (1 for one instance's vectors, p->n for a block's rows). */
+ * *lv_ (1 for one instance's vectors, p->n for a block's rows). Each field's
+ * dual is a local of its own (Fd<f>_) and no lane loop is left, so that the
+ * compiler keeps the lanes in registers (scalar replacement) and the block's
+ * loop over the instances is straight-line code it vectorises. */
 static void entry_head(dx *d, const char *phase, const int *lane) {
     const struct ns_nmodl *m = d->m;
     const int nf = m->n_fields, ng = m->n_globals, recv = !strcmp(phase, "net_receive");
-    /* current() and state() run every step: in AVX2 and baseline clones where the forward
-     * loops have clones (NSM_CLONES; the AVX-512 one costs the library's build more than it
-     * gains); INITIAL and NET_RECEIVE (once a run, once an event): one function */
-    P("NSD_%s_%s void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, %sconst double *lo_, int s_, double *lv_, "
-      "double *lf_, double *lg_%s) {\n", d->M, strcmp(phase, "init") && !recv ? "HOT" : "ENTRY", d->m->name, phase,
-      recv ? "double w_, " : "", recv ? ", double *lw_" : "");
-    P("    nsd_%s Fd_[%d], G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, nf ? nf : 1, ng ? ng : 1, d->M);
+    P("NSD_%s_FN void nsm_%s_vjpa_%s(ns_mech_ppack *p, int i_, int node_, %sconst double *lo_, int s_, double *lv_, "
+      "double *lf_, double *lg_%s) {\n", d->M, d->m->name, phase, recv ? "double w_, " : "", recv ? ", double *lw_" : "");
+    P("    nsd_%s G_[%d], v_ = nsd_%s_c(p->v[node_]);\n", d->M, ng ? ng : 1, d->M);
     if (lane[0] >= 0) P("    v_.d[%d] = 1.0;\n", lane[0]);
-    P("    for (int k = 0; k < %d; ++k) Fd_[k] = nsd_%s_c(p->field[k][i_]);\n", nf, d->M);
-    P("    for (int k = 0; k < %d; ++k) G_[k] = nsd_%s_c(p->global[k]);\n", ng, d->M);
+    for (int k = 0; k < nf; k++)
+        P("    nsd_%s Fd%d_ = nsd_%s_c(p->field[%d][i_]), *F%d_ = &Fd%d_; (void)F%d_;\n", d->M, k, d->M, k, k, k, k);
+    for (int k = 0; k < ng; k++) P("    G_[%d] = nsd_%s_c(p->global[%d]);\n", k, d->M, k);
     for (int j = 1; j < 1 + nf + ng; j++)
-        if (lane[j] >= 0) P("    %s[%d].d[%d] = 1.0;\n", j <= nf ? "Fd_" : "G_", j <= nf ? j - 1 : j - 1 - nf, lane[j]);
-    for (int k = 0; k < nf; k++) P("    nsd_%s *F%d_ = &Fd_[%d];\n    (void)F%d_;\n", d->M, k, k, k);
+        if (lane[j] >= 0) {
+            if (j <= nf) P("    Fd%d_.d[%d] = 1.0;\n", j - 1, lane[j]);
+            else P("    G_[%d].d[%d] = 1.0;\n", j - 1 - nf, lane[j]);
+        }
     for (int i = 0, k = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
         if (!is_ion_input(v)) continue;
@@ -722,26 +724,52 @@ static void entry_head(dx *d, const char *phase, const int *lane) {
     P("    nsd_%s A_%s = nsd_%s_c(w_), A_flag = nsd_%s_c(0.0);\n    A_%s.d[NSD_%s_K - 1] = 1.0;\n"
       "    (void)A_flag; (void)A_%s;\n", d->M, w, d->M, d->M, w, d->M, w);
 }
+
+/* a_ += l_ dual.d for each lane where l_ != 0, written out lane by lane as
+ * a_ + l_ (l_ != 0 ? d : 0): where l_ is 0 the term is a zero (l_ finite) and
+ * a_ is never -0 (it starts at +0 and is only added to), so a_ keeps its
+ * bits, and a d that is not finite where l_ is 0 adds nothing. A select of
+ * two values, no operation in a branch: the compiler if-converts it (it
+ * would not run a + l_ d in a branch where l_ is 0: floating point may trap) */
+static void put_sum(dx *d, int K, const char *l, const char *dual, const char *op) {
+    P("       ");
+    for (int k = 0; k < K; k++) P(" a_[%d] = a_[%d] %s %s * (%s != 0.0 ? %s.d[%d] : 0.0);", k, k, op, l, l, dual, k);
+    P("\n");
+}
+
 /* the lanes' sums over the outputs with an adjoint (the fields' duals, and
  * rhs_, g_ for current()), each added to its input; a field the phase
- * neither reads nor writes passes its adjoint through. Then the entry
- * points: nsm_NAME_vjp_PHASE for one instance (ABI 5: l_in one vector) and
- * nsm_NAME_vjpn_PHASE for all p->n (ABI 7: rows of p->n, v's per node), a
- * loop over the instances (the same operations per instance, so the same
- * bits as one instance at a time; GCC 13 does not vectorise it: the duals
- * are arrays of structures it does not scalarise). */
-static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
-    const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals + 4 * d->m->n_ions;
+ * neither reads nor writes passes its adjoint through. A field the phase
+ * never writes (may[1 + f] == 0) keeps its input's dual: 1 at its own lane
+ * (if read), 0 at the others, whose terms l_ * 0 leave a_ as it is (a_ is
+ * never -0: it starts at +0 and is only added to), so only its own lane's
+ * term is written. Then the entry points: nsm_NAME_vjp_PHASE for one
+ * instance (ABI 5: l_in one vector) and nsm_NAME_vjpn_PHASE for all p->n
+ * (ABI 7), the same operations per instance (the same bits). */
+static void entry_tail(dx *d, const char *phase, const int *lane, const unsigned char *may, int current) {
+    const int nf = d->m->n_fields, n_in = 1 + nf + d->m->n_globals + 4 * d->m->n_ions, K = d->K;
     const char *M = d->m->name;
-    P("    double a_[NSD_%s_K];\n    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = 0.0;\n", d->M, d->M);
-    P("    for (int r = 0; r < %d; ++r) {\n        const double l_ = lo_[r * s_];\n", nf);
-    P("        for (int k = 0; k < NSD_%s_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];\n    }\n",
-      d->M);
-    if (current) /* rhs gets -I (+I for an ELECTRODE_CURRENT), d the conductance (its negative) */
-        P("    const double lr_ = lo_[%d * s_], ld_ = lo_[%d * s_];\n"
-          "    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] %s lr_ * rhs_.d[k] : a_[k];\n"
-          "    for (int k = 0; k < NSD_%s_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] %s ld_ * g_.d[k] : a_[k];\n",
-          nf, nf + 1, d->M, d->m->electrode ? "+" : "-", d->M, d->m->electrode ? "-" : "+");
+    P("    double a_[%d];\n   ", K);
+    for (int k = 0; k < K; k++) P(" a_[%d] = 0.0;", k);
+    P("\n");
+    for (int r = 0; r < nf; r++) {
+        if (!may[1 + r] && lane[1 + r] < 0) continue;
+        P("    {\n        const double l_ = lo_[%d * s_];\n", r);
+        if (may[1 + r]) {
+            char dual[32];
+            snprintf(dual, sizeof dual, "Fd%d_", r);
+            put_sum(d, K, "l_", dual, "+");
+        } else {
+            P("        a_[%d] = a_[%d] + l_;\n", lane[1 + r], lane[1 + r]);
+        }
+        P("    }\n");
+    }
+    if (current) { /* rhs gets -I (+I for an ELECTRODE_CURRENT), d the conductance (its negative) */
+        P("    {\n        const double lr_ = lo_[%d * s_], ld_ = lo_[%d * s_];\n", nf, nf + 1);
+        put_sum(d, K, "lr_", "rhs_", d->m->electrode ? "+" : "-");
+        put_sum(d, K, "ld_", "g_", d->m->electrode ? "-" : "+");
+        P("    }\n");
+    }
     for (int j = 0; j < n_in; j++) {
         const char *arr = j == 0 ? "lv_" : j <= nf ? "lf_" : "lg_";
         const int at = j == 0 ? 0 : j <= nf ? j - 1 : j - 1 - nf;
@@ -749,23 +777,23 @@ static void entry_tail(dx *d, const char *phase, const int *lane, int current) {
         else if (lane[j] == -2) P("    %s[%d * s_] += lo_[%d * s_];\n", arr, at, j - 1);
     }
     if (!strcmp(phase, "net_receive")) { /* the weight's lane; one instance per call (an event) */
-        P("    *lw_ += a_[NSD_%s_K - 1];\n}\n\n", d->M);
-        P("static void nsm_%s_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {\n"
+        P("    *lw_ += a_[%d];\n}\n\n", K - 1);
+        P("NSD_%s_ENTRY void nsm_%s_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {\n"
           "    nsm_%s_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, "
           "li_ + 1, li_ + %d, li_ + %d);\n}\n\n",
-          M, M, 1 + nf, n_in);
+          d->M, M, M, 1 + nf, n_in);
         return;
     }
     P("}\n\n");
-    P("static void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
+    if (strchr(phase, '_')) { /* a variant (current_ci): the block's loop only */
+        nm_diff_put_block_loop(d->g, d->m, d->M, phase);
+        return;
+    }
+    P("NSD_%s_ENTRY void nsm_%s_vjp_%s(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {\n"
       "    nsm_%s_vjpa_%s(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, "
       "li_ + %d);\n}\n\n",
-      M, phase, M, phase, 1 + nf);
-    P("static void nsm_%s_vjpn_%s(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
-      "    const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;\n"
-      "    for (int i = 0; i < n_; ++i) {\n        const int node_ = ni_ ? ni_[i] : b_ + i;\n"
-      "        nsm_%s_vjpa_%s(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);\n    }\n}\n\n",
-      M, phase, M, phase);
+      d->M, M, phase, M, phase, 1 + nf);
+    nm_diff_put_block_loop(d->g, d->m, d->M, phase);
 }
 
 static int refuse_upfront(dx *d) {
@@ -843,8 +871,62 @@ static void emit_group(dx *d, int K) {
     P("    return c_;\n}\n\n");
 }
 
+/* One phase's products (ph: 0 INITIAL, 1 current(), 2 state(), 3 NET_RECEIVE) named
+ * `phase`, with the duals of K lanes (the group nsd_NAME_L<K>) */
+static void emit_phase(dx *d, int ph, const char *phase, int K, const int *lane, const unsigned char *may) {
+    const struct ns_nmodl *m = d->m;
+    struct gen *g = d->g;
+    char T[96];
+    snprintf(T, sizeof T, "%s_L%d", m->name, K);
+    d->M = T;
+    d->K = K;
+    entry_head(d, phase, lane);
+    if (ph == 0) { /* INITIAL (nsm_NAME_init_F) */
+        copies(d, 1, 1);
+        for (int i = 0; i < m->n_vars; i++) {
+            const var *v = &m->vars[i];
+            if (v->cls == V_STATE && v->ion < 0) P("    (*F%d_) = nsd_%s_c(%.17g);\n", v->field, d->M, v->value);
+        }
+        nm_gen_scope_reset(g, 0);
+        if (m->initial && !d->failed) dlist(d, m->initial, 4);
+    } else if (ph == 1) { /* current (nsm_NAME_current_F): g by the difference at v + .001 */
+        copies(d, 0, 1);
+        P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
+        put_args(d);
+        P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
+        put_args(d);
+        P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
+        if (m->point) /* a point process's nA to the node's mA/cm2: 1e2 / area (the forward code's order) */
+            P("    g_ = nsd_%s_mul_r(g_, p->weight[i_]);\n    rhs_ = nsd_%s_mul_r(rhs_, p->weight[i_]);\n", d->M, d->M);
+    } else if (ph == 2) { /* state (nsm_NAME_state_F) */
+        copies(d, 1, 1);
+        nm_gen_scope_reset(g, 0);
+        if (!m->n_currents && !d->failed) {
+            d->solve_here = 1;
+            dlist(d, m->breakpoint, 4);
+            d->solve_here = 0;
+        }
+        for (int i = 0; m->n_currents && i < m->breakpoint->n && !d->failed; i++) {
+            const st *s = m->breakpoint->s[i];
+            if (s->kind != ST_SOLVE) continue;
+            P("    ");
+            put_solve_call(d, nm_find_block(m, s->name));
+            P(";\n");
+        }
+    } else { /* NET_RECEIVE (nsm_NAME_net_receive_F) with a connection's weight */
+        copies(d, 1, 0);
+        nm_gen_scope_reset(g, 0);
+        if ((m->net_weight && nm_gen_scope_push(g, m->net_weight, 1)) || nm_gen_scope_push(g, "flag", 1))
+            dfail(d, 1, "(out of memory)");
+        if (!d->failed) dlist(d, m->net_receive, 4);
+        nm_gen_scope_reset(g, 0);
+    }
+    entry_tail(d, phase, lane, may, ph == 1);
+    d->M = m->name;
+}
+
 int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
-    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0, 0}, *d = &dd;
+    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0}, *d = &dd;
     const struct ns_nmodl *m = d->m;
     d->M = m->name;
     const size_t mark = nm_gen_mark(g);
@@ -852,16 +934,18 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     if (refuse_upfront(d)) return 1;
     /* the phases: INITIAL, current(), state() and NET_RECEIVE (a point process's) */
     const int n_ph = m->net_receive ? 4 : 3;
-    unsigned char *rd = malloc(3 * (size_t)n_in);
+    unsigned char *rd = malloc(3 * (size_t)n_in), *may = malloc(4 * (size_t)n_in);
     int *lane = malloc(4 * (size_t)n_in * sizeof *lane);
-    if (!rd || !lane) {
+    if (!rd || !may || !lane) {
         free(rd);
+        free(may);
         free(lane);
         return -1;
     }
     int K[4];
     for (int ph = 0; ph < n_ph; ph++) {
         nm_diff_phase_reads(m, ph, rd, rd + n_in, rd + 2 * n_in, n_in);
+        memcpy(may + ph * n_in, rd + 2 * n_in, (size_t)n_in);
         int n = 0;
         /* -2: a field the phase never writes nor reads: out = in */
         for (int j = 0; j < n_in; j++)
@@ -876,73 +960,66 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     free(rd);
     if (d->failed) {
+        free(may);
         free(lane);
         nm_gen_cut(g, mark);
         return 1;
     }
     /* the duals of each phase carry its own lanes: a dual type, its runtime and the twins per
-     * lane count (nsd_NAME_L<K>), shared by the phases with the same count */
-    char T[4][96];
-    for (int ph = 0; ph < n_ph; ph++) snprintf(T[ph], sizeof T[ph], "%s_L%d", m->name, K[ph]);
-    for (int ph = 0; ph < n_ph && !d->failed; ph++) {
-        int seen = 0;
-        for (int q = 0; q < ph; q++) seen |= K[q] == K[ph];
-        d->M = T[ph];
-        if (!seen) emit_group(d, K[ph]);
+     * lane count (nsd_NAME_L<K>), shared by the phases with the same count; then the
+     * constant-ion variants' (ci_lanes) */
+    int *cil = malloc(3 * (size_t)n_in * sizeof *cil), Kc[3] = {0, 0, 0};
+    if (!cil) {
+        free(lane);
+        free(may);
+        return -1;
     }
-    /* INITIAL (nsm_NAME_init_F) */
-    d->M = T[0];
-    entry_head(d, "init", lane);
-    copies(d, 1, 1);
-    for (int i = 0; i < m->n_vars; i++) {
-        const var *v = &m->vars[i];
-        if (v->cls == V_STATE && v->ion < 0) P("    (*F%d_) = nsd_%s_c(%.17g);\n", v->field, d->M, v->value);
+    for (int ph = 0; ph < 3; ph++) Kc[ph] = nm_diff_ci_lanes(m, lane + ph * n_in, cil + ph * n_in);
+    int Ks[7], nK = 0;
+    for (int ph = 0; ph < n_ph + 3; ph++) {
+        const int k = ph < n_ph ? K[ph] : Kc[ph - n_ph];
+        int seen = !k;
+        for (int q = 0; q < nK; q++) seen |= Ks[q] == k;
+        if (!seen) Ks[nK++] = k;
     }
-    nm_gen_scope_reset(g, 0);
-    if (m->initial && !d->failed) dlist(d, m->initial, 4);
-    entry_tail(d, "init", lane, 0);
-    /* current (nsm_NAME_current_F): g by the difference at v + .001 */
-    d->M = T[1];
-    entry_head(d, "current", lane + n_in);
-    copies(d, 0, 1);
-    P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
-    put_args(d);
-    P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
-    put_args(d);
-    P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
-    if (m->point) /* a point process's nA to the node's mA/cm2: 1e2 / area (the forward code's order) */
-        P("    g_ = nsd_%s_mul_r(g_, p->weight[i_]);\n    rhs_ = nsd_%s_mul_r(rhs_, p->weight[i_]);\n", d->M, d->M);
-    entry_tail(d, "current", lane + n_in, 1);
-    /* state (nsm_NAME_state_F) */
-    d->M = T[2];
-    entry_head(d, "state", lane + 2 * n_in);
-    copies(d, 1, 1);
-    nm_gen_scope_reset(g, 0);
-    if (!m->n_currents && !d->failed) {
-        d->solve_here = 1;
-        dlist(d, m->breakpoint, 4);
-        d->solve_here = 0;
+    /* GCC: floating point that does not trap and math calls that leave errno, so that it runs
+     * both sides of a select (dst_select, put_sum) and takes a call of constant arguments
+     * (hh's q10) out of the loop over the instances; neither changes a value (no contraction,
+     * no reassociation: the same bits). clang's default already ignores the exceptions. */
+    P("\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
+      "#pragma GCC optimize(\"no-trapping-math\", \"no-math-errno\")\n#endif\n");
+    /* pow as a const function (the C library's value), so that a pow of constants (hh's q10)
+     * leaves the loop over the instances: the compiler's pow may set errno (a store), so it
+     * stays where it is written, and a call in the loop keeps the loop scalar */
+    P("#if defined(__GNUC__) || defined(__clang__)\n#ifndef NSD_POW_CONST\n#define NSD_POW_CONST\n"
+      "__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }\n"
+      "#endif\n#define pow(a, b) nsd_pow_const_(a, b)\n#endif\n");
+    char T[96];
+    for (int q = 0; q < nK && !d->failed; q++) {
+        snprintf(T, sizeof T, "%s_L%d", m->name, Ks[q]);
+        d->M = T;
+        d->K = Ks[q];
+        emit_group(d, Ks[q]);
     }
-    for (int i = 0; m->n_currents && i < m->breakpoint->n && !d->failed; i++) {
-        const st *s = m->breakpoint->s[i];
-        if (s->kind != ST_SOLVE) continue;
-        P("    ");
-        put_solve_call(d, nm_find_block(m, s->name));
-        P(";\n");
+    static const char *const names[4] = {"init", "current", "state", "net_receive"};
+    for (int ph = 0; ph < n_ph && !d->failed; ph++) emit_phase(d, ph, names[ph], K[ph], lane + ph * n_in, may + ph * n_in);
+    char nm[32];
+    for (int ph = 0; ph < 3 && !d->failed; ph++) {
+        if (!Kc[ph]) continue;
+        snprintf(nm, sizeof nm, "%s_ci", names[ph]);
+        emit_phase(d, ph, nm, Kc[ph], cil + ph * n_in, may + ph * n_in);
     }
-    entry_tail(d, "state", lane + 2 * n_in, 0);
-    if (n_ph == 4 && !d->failed) { /* NET_RECEIVE (nsm_NAME_net_receive_F) with a connection's weight */
-        d->M = T[3];
-        entry_head(d, "net_receive", lane + 3 * n_in);
-        copies(d, 1, 0);
-        nm_gen_scope_reset(g, 0);
-        if ((m->net_weight && nm_gen_scope_push(g, m->net_weight, 1)) || nm_gen_scope_push(g, "flag", 1))
-            dfail(d, 1, "(out of memory)");
-        if (!d->failed) dlist(d, m->net_receive, 4);
-        nm_gen_scope_reset(g, 0);
-        entry_tail(d, "net_receive", lane + 3 * n_in, 0);
-    }
+    /* the descriptor's constant-ion products (ABI 9; nmodl_gen_desc.c): NULL for a phase without */
+    P("#define NSD_%s_VJPN_CI ", m->name);
+    for (int ph = 0; ph < 3; ph++)
+        if (Kc[ph]) P("%snsm_%s_vjpn_%s_ci", ph ? ", " : "", m->name, names[ph]);
+        else P("%sNULL", ph ? ", " : "");
+    P("\n");
+    free(cil);
     free(lane);
+    free(may);
+    P("#if defined(__GNUC__) || defined(__clang__)\n#undef pow\n#endif\n"
+      "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n");
     if (d->failed) {
         nm_gen_cut(g, mark);
         return 1;

@@ -191,8 +191,11 @@ void nm_emit_desc(gen *g, const char *why) {
     nm_put(g->b, "    %s,\n", m->cuda_may_fail ? "NS_MECH_CUDA_ERRORS_FLAGGED" : "NS_MECH_CUDA_ERRORS_NONE");
     if (!why && m->net_receive) nm_put(g->b, "    nsm_%s_vjp_net_receive,\n", n);
     else nm_put(g->b, "    NULL,\n");
-    if (m->n_ldifus) nm_put(g->b, "    %d, nsm_%s_ldfields, nsm_%s_ldifus\n};\n", m->n_ldifus, n, n);
-    else nm_put(g->b, "    0, NULL, NULL\n};\n");
+    if (m->n_ldifus) nm_put(g->b, "    %d, nsm_%s_ldfields, nsm_%s_ldifus,\n", m->n_ldifus, n, n);
+    else nm_put(g->b, "    0, NULL, NULL,\n");
+    /* ABI 9: the products with constant ion values (nmodl_diff.c defines which) */
+    if (!why) nm_put(g->b, "    NSD_%s_VJPN_CI\n};\n", n);
+    else nm_put(g->b, "    NULL, NULL, NULL\n};\n");
 }
 
 void nm_emit_cuda(gen *g) {

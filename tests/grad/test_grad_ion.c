@@ -14,6 +14,8 @@
 #include "neurosolve/nmodl.h"
 #include "mech_build.h"
 #include "grad_check.h"
+#include "grad/grad_ion.h"
+#include "sim/sim_impl.h"
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
 #define STEPS 240
@@ -33,6 +35,19 @@ static const char *CELL = "soma.insert = NaTs2_t SKv3_1 Ca_HVA Ca_LVAst SK_E2 Ca
 /* WRITE eca: still refused */
 static const char *EWR = "NEURON {\n SUFFIX ewr\n USEION ca WRITE eca\n}\nASSIGNED { eca (mV) }\n"
                          "BREAKPOINT { eca = 120 }\n";
+
+/* The constant-ion rule (gion_constant) on a simulation's model: whether mechanism `name`'s
+ * ion values are constants of the run (its products then have no lanes for them) */
+static void check_constant(const ns_sim_t *sim, const char *name, int want) {
+    const sim_model *sm = sim ? sim->model : NULL;
+    int found = 0;
+    for (int32_t k = 0; sm && k < sm->n_mechs; ++k)
+        if (!strcmp(sm->mechs[k].desc->name, name)) {
+            found = 1;
+            CHECK_MSG(gion_constant(sm, k) == want, "%s: its ion values are %sconstants", name, want ? "" : "not ");
+        }
+    CHECK_MSG(found, "%s is in the model", name);
+}
 
 int main(void) {
     if (tmpdir_make("ns_grad_ion")) return 1;
@@ -90,6 +105,15 @@ int main(void) {
     }
     CHECK_MSG(Lt[0] == Lt[1] && !memcmp(gt[0], gt[1], sizeof gt[0]), "two cells on 1 and 2 threads: the same bits");
     CHECK_MSG(gt[0][0] != 0.0 && gt[0][N_CASES] != gt[0][0], "the cells' gradients are their own");
+    /* CaDynamics_E2 writes cai: the calcium channels' and SK_E2's ion values change; sodium and
+     * potassium are no mechanism's to write */
+    check_constant(sim, "NaTs2_t", 1);
+    check_constant(sim, "SKv3_1", 1);
+    check_constant(sim, "pas", 1);
+    check_constant(sim, "Ca_HVA", 0);
+    check_constant(sim, "Ca_LVAst", 0);
+    check_constant(sim, "SK_E2", 0);
+    check_constant(sim, "CaDynamics_E2", 0);
     free(dldy);
     ns_sim_destroy(sim);
     ns_sim_model_destroy(m);
@@ -105,8 +129,10 @@ int main(void) {
         ns_mech_library_t *elib = test_mech_from_files(ewr, "libewr.so", &skip);
         if (elib) {
             setup se;
-            setup_init(&se, "ca1_ko20x-07.swc", 100.0, 0.0, "soma.insert = ewr\n", elib, 10);
+            setup_init(&se, "ca1_ko20x-07.swc", 100.0, 0.0, "soma.insert = ewr hh\n", elib, 10);
             sim = make_sim(&se, se.cell, 1, &base, &m);
+            check_constant(sim, "ewr", 0); /* a written reversal potential is no constant */
+            check_constant(sim, "hh", 1);
             g = NULL;
             CHECK_FAILS(ns_grad_create(sim, NULL, &g), NS_ERR_UNSUPPORTED, "ewr", "eca");
             ns_sim_destroy(sim);

@@ -142,6 +142,7 @@ static void check_mech(const char *name, double usetable) {
  * instances at distinct v and states, at nodes node_begin + i and through a
  * node_index, adjoints of every output: the same bits, added to l_in. */
 enum { NI = 7, NODES = 11 };
+static int ci_seen; /* the constant-ion products compared */
 static void check_block(const char *name, double usetable) {
     const ns_mech_desc *d = builtin(name);
     CHECK(d && d->vjp_init_n && d->vjp_current_n && d->vjp_state_n);
@@ -196,6 +197,27 @@ static void check_block(const char *name, double usetable) {
                        !memcmp(lg, rg, (size_t)ng * NI * sizeof *lg);
             CHECK_MSG(same, "%s usetable %g phase %d %s: the block's product is the per-instance one", name, usetable,
                       phase, path ? "node_index" : "node_begin");
+            /* the constant-ion product (ABI 9): the same bits on every row but the ion values' (e, ci, co),
+             * which it leaves as they were */
+            void (*blkc)(ns_mech_ppack *, const double *, double *, double *, double *) =
+                phase == 0 ? d->vjp_init_n_ci : phase == 1 ? d->vjp_current_n_ci : d->vjp_state_n_ci;
+            if (!blkc) continue;
+            for (int x = 0; x < NODES; ++x) rv[x] = 0.25 * x;
+            for (int q = 0; q < nf * NI; ++q) rf[q] = cos(0.3 * q);
+            for (int q = 0; q < ng * NI; ++q) rg[q] = 0.5;
+            blkc(&p, lo, rv, rf, rg);
+            int ion_rows = 1, rest = 1;
+            for (int q = 0; q < ng; ++q) {
+                const int ion_value = q >= d->n_globals && (q - d->n_globals) % 4 != 3;
+                for (int i = 0; i < NI; ++i)
+                    if (ion_value) ion_rows &= rg[q * NI + i] == 0.5;
+                    else rest &= !memcmp(&rg[q * NI + i], &lg[q * NI + i], sizeof *rg);
+            }
+            rest &= !memcmp(lv, rv, sizeof lv) && !memcmp(lf, rf, (size_t)nf * NI * sizeof *lf);
+            CHECK_MSG(ion_rows && rest, "%s usetable %g phase %d %s: the constant-ion product (its ion rows %s, the "
+                      "rest %s)", name, usetable, phase, path ? "node_index" : "node_begin", ion_rows ? "kept" : "written",
+                      rest ? "the same bits" : "different");
+            ci_seen++;
         }
     }
 }
@@ -306,7 +328,10 @@ int main(void) {
     check_mech("Exp2Syn", 0.0);
     check_block("hh", 0.0);
     check_block("hh", 1.0);
+    /* hh's current() reads ena and ek (its other phases no ion value): one for each usetable and path */
+    CHECK_MSG(ci_seen == 4 && builtin("hh") && !builtin("hh")->vjp_state_n_ci, "hh: %d constant-ion products", ci_seen);
     check_block("pas", 0.0);
+    CHECK_MSG(ci_seen == 4, "pas: no constant-ion product");
     /* what nmodl_diff.c has no code for: NULL entry points and the reason (a NET_RECEIVE with a
      * self event; euler) */
     ns_nmodl_t *mod = NULL;
@@ -315,7 +340,7 @@ int main(void) {
     if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &why));
     CHECK_MSG(why && strstr(why, "NULL, NULL, NULL, \"ns.mod:7: no derivative code for the call net_send()\""),
               "net_send refused by FILE:LINE (%s)", why ? strstr(why, "NULL, NULL, NULL") : "no text");
-    CHECK(why && strstr(why, "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL\n};")); /* no vjp_net_receive */
+    CHECK(why && strstr(why, "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL,\n    NULL, NULL, NULL\n};")); /* no vjp_net_receive */
     ns_nmodl_free(why);
     ns_nmodl_destroy(mod);
     mod = NULL;
@@ -341,11 +366,12 @@ int main(void) {
      * version's layout without derivatives (the junk in their place not read); 5: with its
      * derivatives, without the fused launches of 6 (-1, NULL: the junk after cuda_why_not not
      * read); 6: with both, without the block products of 7 (NULL: the gradients call the
-     * per-instance ones); 7: with them, without NET_RECEIVE's product (ABI 8); every one with
-     * cuda_errors UNKNOWN (0: may fail on the device) */
+     * per-instance ones); 7: with them, without NET_RECEIVE's product (ABI 8); every one before 8
+     * with cuda_errors UNKNOWN (0: may fail on the device); 8: with all of them, without the
+     * constant-ion products of 9 (NULL: the gradients call vjp_*_n) */
     if (tmpdir_make("ns_grad_jac")) return 1;
     check_fallback();
-    for (int version = 3; version <= 7; ++version) {
+    for (int version = 3; version <= 8; ++version) {
         FILE *f = fopen(tmp("old.c"), "w");
         CHECK(f != NULL);
         if (!f) break;
@@ -362,7 +388,8 @@ int main(void) {
                 " .vjp_state = (vjp_fn)1, .vjp_why_not = \"junk\", .fused_index = 7,"
                 " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1,"
                 " .vjp_init_n = (vjpn_fn)1, .vjp_current_n = (vjpn_fn)1, .vjp_state_n = (vjpn_fn)1,"
-                " .cuda_errors = NS_MECH_CUDA_ERRORS_NONE, .vjp_net_receive = (vnr_fn)1};\n"
+                " .cuda_errors = NS_MECH_CUDA_ERRORS_NONE, .vjp_net_receive = (vnr_fn)1,"
+                " .vjp_init_n_ci = (vjpn_fn)1, .vjp_current_n_ci = (vjpn_fn)1, .vjp_state_n_ci = (vjpn_fn)1};\n"
                 "static const ns_mech_desc *const mechs[] = {&d};\n"
                 "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
@@ -378,12 +405,16 @@ int main(void) {
         ns_mech_library_t *lib = NULL;
         CHECK_OK(ns_mech_library_open(tmp("libold.so"), &lib));
         const ns_mech_desc *od = lib ? ns_mech_library_get(lib, 0) : NULL;
-        CHECK_MSG(od && !od->vjp_net_receive, "ABI %d: no NET_RECEIVE product (ABI 8)", version);
-        /* the junk NONE not read: its device code may fail (a record read every interval) */
-        CHECK_MSG(od && od->cuda_errors == NS_MECH_CUDA_ERRORS_UNKNOWN, "ABI %d: cuda_errors %d", version,
-                  od ? od->cuda_errors : -1);
-        if (version == 7)
-            CHECK_MSG(od && od->vjp_init_n && od->vjp_current_n && od->vjp_state_n, "ABI 7: its block products kept");
+        CHECK_MSG(od && (version >= 8) == (od->vjp_net_receive != NULL), "ABI %d: NET_RECEIVE's product (ABI 8)",
+                  version);
+        /* the junk NONE not read before 8: its device code may fail (a record read every interval) */
+        CHECK_MSG(od && od->cuda_errors == (version >= 8 ? NS_MECH_CUDA_ERRORS_NONE : NS_MECH_CUDA_ERRORS_UNKNOWN),
+                  "ABI %d: cuda_errors %d", version, od ? od->cuda_errors : -1);
+        CHECK_MSG(od && !od->vjp_init_n_ci && !od->vjp_current_n_ci && !od->vjp_state_n_ci,
+                  "ABI %d: no constant-ion products (ABI 9)", version);
+        if (version >= 7)
+            CHECK_MSG(od && od->vjp_init_n && od->vjp_current_n && od->vjp_state_n, "ABI %d: its block products kept",
+                      version);
         else
             CHECK_MSG(od && !od->vjp_init_n && !od->vjp_current_n && !od->vjp_state_n, "ABI %d: no block products",
                       version);

@@ -427,7 +427,7 @@ int main(void) {
         CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init,"));
         CHECK(o && strstr(o, "#ifdef NS_MECH_WITH_CUDA\n    {NULL, nsm_x_cuda_hook1, NULL, NULL, NULL, nsm_x_cuda_hook5, "
                              "NULL},\n#else\n    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},\n#endif\n"
-                             "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL\n};")); /* no VERBATIM C: cannot fail on the device */
+                             "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL,\n")); /* no VERBATIM C: cannot fail on the device */
         CHECK(o && strstr(o, "int nsm_x_cuda_hook1(const ns_mech_ppack *, void *);"));
         const char *cu = emit(ba, NS_NMODL_CUDA);
         CHECK(cu && strstr(cu, "extern \"C\" int nsm_x_cuda_hook1(") && strstr(cu, "extern \"C\" int nsm_x_cuda_hook5(") &&

@@ -95,6 +95,18 @@ static void nsm_Exp2Syn_net_receive(ns_mech_ppack *p, int i, double w) {
 }
 
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#ifndef NSD_POW_CONST
+#define NSD_POW_CONST
+__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }
+#endif
+#define pow(a, b) nsd_pow_const_(a, b)
+#endif
+
 /* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 8 fields, the 0 GLOBALs), 3 for the phases that read that many ---- */
 enum { NSD_Exp2Syn_L3_K = 3 };
 #if defined(__GNUC__) || defined(__clang__)
@@ -114,22 +126,22 @@ enum { NSD_Exp2Syn_L3_K = 3 };
 #endif
 typedef struct nsd_Exp2Syn_L3 { double v, d[NSD_Exp2Syn_L3_K]; } nsd_Exp2Syn_L3;
 #define NSD_Exp2Syn_L3_OP(body) nsd_Exp2Syn_L3 r; body; return r
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_c(double x) { NSD_Exp2Syn_L3_OP(r.v = x; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = 0.0); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_c(double x) { NSD_Exp2Syn_L3_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0); }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
-    NSD_Exp2Syn_L3_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+    NSD_Exp2Syn_L3_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]);
 }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
-    NSD_Exp2Syn_L3_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+    NSD_Exp2Syn_L3_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]);
 }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
-    NSD_Exp2Syn_L3_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+    NSD_Exp2Syn_L3_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]);
 }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
-    NSD_Exp2Syn_L3_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+    NSD_Exp2Syn_L3_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v);
 }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3 a) { NSD_Exp2Syn_L3_OP(r.v = -a.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = -a.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3 a) { NSD_Exp2Syn_L3_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]); }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_f1(nsd_Exp2Syn_L3 a, double f, double df) {
-    NSD_Exp2Syn_L3_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = df * a.d[k]);
+    NSD_Exp2Syn_L3_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]);
 }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3 a) { const double e = nsm_exp(a.v); return nsd_Exp2Syn_L3_f1(a, e, e); }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_expm1(nsd_Exp2Syn_L3 a) { return nsd_Exp2Syn_L3_f1(a, expm1(a.v), exp(a.v)); }
@@ -152,23 +164,26 @@ NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_exprelr(nsd_Exp2Syn_L3 a) {
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_pow(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_Exp2Syn_L3_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_Exp2Syn_L3_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0));
+}
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sel(int c, nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) {
+    NSD_Exp2Syn_L3_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]);
 }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_fmin(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) { nsd_Exp2Syn_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_fmax(nsd_Exp2Syn_L3 a, nsd_Exp2Syn_L3 b) { nsd_Exp2Syn_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v + c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k]); }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v - c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k]); }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v * c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_div_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v / c; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_div_r(nsd_Exp2Syn_L3 a, double c) { NSD_Exp2Syn_L3_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c); }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_pow_r(nsd_Exp2Syn_L3 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
     return nsd_Exp2Syn_L3_f1(a, f, da);
 }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c + b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = b.d[k]); }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c - b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = -b.d[k]); }
-NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c * b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_add_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_sub_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]); }
+NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_mul_l(double c, nsd_Exp2Syn_L3 b) { NSD_Exp2Syn_L3_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]); }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_div_l(double c, nsd_Exp2Syn_L3 b) {
-    NSD_Exp2Syn_L3_OP(r.v = c / b.v; for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+    NSD_Exp2Syn_L3_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v);
 }
 NSD_Exp2Syn_L3_FN nsd_Exp2Syn_L3 nsd_Exp2Syn_L3_pow_l(double c, nsd_Exp2Syn_L3 b) {
     const double f = pow(c, b.v);
@@ -230,22 +245,22 @@ enum { NSD_Exp2Syn_L4_K = 4 };
 #endif
 typedef struct nsd_Exp2Syn_L4 { double v, d[NSD_Exp2Syn_L4_K]; } nsd_Exp2Syn_L4;
 #define NSD_Exp2Syn_L4_OP(body) nsd_Exp2Syn_L4 r; body; return r
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_c(double x) { NSD_Exp2Syn_L4_OP(r.v = x; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = 0.0); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_c(double x) { NSD_Exp2Syn_L4_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0; r.d[3] = 0.0); }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
-    NSD_Exp2Syn_L4_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+    NSD_Exp2Syn_L4_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]; r.d[3] = a.d[3] + b.d[3]);
 }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
-    NSD_Exp2Syn_L4_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+    NSD_Exp2Syn_L4_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]; r.d[3] = a.d[3] - b.d[3]);
 }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
-    NSD_Exp2Syn_L4_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+    NSD_Exp2Syn_L4_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]; r.d[3] = a.d[3] * b.v + a.v * b.d[3]);
 }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_div(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
-    NSD_Exp2Syn_L4_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+    NSD_Exp2Syn_L4_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v; r.d[3] = (a.d[3] - r.v * b.d[3]) / b.v);
 }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_neg(nsd_Exp2Syn_L4 a) { NSD_Exp2Syn_L4_OP(r.v = -a.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = -a.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_neg(nsd_Exp2Syn_L4 a) { NSD_Exp2Syn_L4_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]; r.d[3] = -a.d[3]); }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_f1(nsd_Exp2Syn_L4 a, double f, double df) {
-    NSD_Exp2Syn_L4_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = df * a.d[k]);
+    NSD_Exp2Syn_L4_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]; r.d[3] = df * a.d[3]);
 }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_exp(nsd_Exp2Syn_L4 a) { const double e = nsm_exp(a.v); return nsd_Exp2Syn_L4_f1(a, e, e); }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_expm1(nsd_Exp2Syn_L4 a) { return nsd_Exp2Syn_L4_f1(a, expm1(a.v), exp(a.v)); }
@@ -268,23 +283,26 @@ NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_exprelr(nsd_Exp2Syn_L4 a) {
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_pow(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_Exp2Syn_L4_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_Exp2Syn_L4_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0); r.d[3] = da * a.d[3] + (b.d[3] != 0.0 ? db * b.d[3] : 0.0));
+}
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sel(int c, nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) {
+    NSD_Exp2Syn_L4_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]; r.d[3] = c ? a.d[3] : b.d[3]);
 }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_fmin(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) { nsd_Exp2Syn_L4 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_fmax(nsd_Exp2Syn_L4 a, nsd_Exp2Syn_L4 b) { nsd_Exp2Syn_L4 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v + c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k]); }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v - c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k]); }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v * c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_div_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v / c; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c; r.d[3] = a.d[3] * c); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_div_r(nsd_Exp2Syn_L4 a, double c) { NSD_Exp2Syn_L4_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c; r.d[3] = a.d[3] / c); }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_pow_r(nsd_Exp2Syn_L4 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
     return nsd_Exp2Syn_L4_f1(a, f, da);
 }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c + b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = b.d[k]); }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c - b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = -b.d[k]); }
-NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c * b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_add_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]; r.d[3] = b.d[3]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_sub_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]; r.d[3] = -b.d[3]); }
+NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_mul_l(double c, nsd_Exp2Syn_L4 b) { NSD_Exp2Syn_L4_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]; r.d[3] = c * b.d[3]); }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_div_l(double c, nsd_Exp2Syn_L4 b) {
-    NSD_Exp2Syn_L4_OP(r.v = c / b.v; for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+    NSD_Exp2Syn_L4_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v; r.d[3] = -r.v * b.d[3] / b.v);
 }
 NSD_Exp2Syn_L4_FN nsd_Exp2Syn_L4 nsd_Exp2Syn_L4_pow_l(double c, nsd_Exp2Syn_L4 b) {
     const double f = pow(c, b.v);
@@ -346,22 +364,22 @@ enum { NSD_Exp2Syn_L5_K = 5 };
 #endif
 typedef struct nsd_Exp2Syn_L5 { double v, d[NSD_Exp2Syn_L5_K]; } nsd_Exp2Syn_L5;
 #define NSD_Exp2Syn_L5_OP(body) nsd_Exp2Syn_L5 r; body; return r
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_c(double x) { NSD_Exp2Syn_L5_OP(r.v = x; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = 0.0); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_c(double x) { NSD_Exp2Syn_L5_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0; r.d[3] = 0.0; r.d[4] = 0.0); }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
-    NSD_Exp2Syn_L5_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+    NSD_Exp2Syn_L5_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]; r.d[3] = a.d[3] + b.d[3]; r.d[4] = a.d[4] + b.d[4]);
 }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
-    NSD_Exp2Syn_L5_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+    NSD_Exp2Syn_L5_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]; r.d[3] = a.d[3] - b.d[3]; r.d[4] = a.d[4] - b.d[4]);
 }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
-    NSD_Exp2Syn_L5_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+    NSD_Exp2Syn_L5_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]; r.d[3] = a.d[3] * b.v + a.v * b.d[3]; r.d[4] = a.d[4] * b.v + a.v * b.d[4]);
 }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_div(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
-    NSD_Exp2Syn_L5_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+    NSD_Exp2Syn_L5_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v; r.d[3] = (a.d[3] - r.v * b.d[3]) / b.v; r.d[4] = (a.d[4] - r.v * b.d[4]) / b.v);
 }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_neg(nsd_Exp2Syn_L5 a) { NSD_Exp2Syn_L5_OP(r.v = -a.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = -a.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_neg(nsd_Exp2Syn_L5 a) { NSD_Exp2Syn_L5_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]; r.d[3] = -a.d[3]; r.d[4] = -a.d[4]); }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_f1(nsd_Exp2Syn_L5 a, double f, double df) {
-    NSD_Exp2Syn_L5_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = df * a.d[k]);
+    NSD_Exp2Syn_L5_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]; r.d[3] = df * a.d[3]; r.d[4] = df * a.d[4]);
 }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_exp(nsd_Exp2Syn_L5 a) { const double e = nsm_exp(a.v); return nsd_Exp2Syn_L5_f1(a, e, e); }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_expm1(nsd_Exp2Syn_L5 a) { return nsd_Exp2Syn_L5_f1(a, expm1(a.v), exp(a.v)); }
@@ -384,23 +402,26 @@ NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_exprelr(nsd_Exp2Syn_L5 a) {
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_pow(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_Exp2Syn_L5_OP(r.v = f; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_Exp2Syn_L5_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0); r.d[3] = da * a.d[3] + (b.d[3] != 0.0 ? db * b.d[3] : 0.0); r.d[4] = da * a.d[4] + (b.d[4] != 0.0 ? db * b.d[4] : 0.0));
+}
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sel(int c, nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) {
+    NSD_Exp2Syn_L5_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]; r.d[3] = c ? a.d[3] : b.d[3]; r.d[4] = c ? a.d[4] : b.d[4]);
 }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_fmin(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) { nsd_Exp2Syn_L5 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_fmax(nsd_Exp2Syn_L5 a, nsd_Exp2Syn_L5 b) { nsd_Exp2Syn_L5 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v + c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k]); }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v - c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k]); }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v * c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_div_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v / c; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]; r.d[4] = a.d[4]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]; r.d[4] = a.d[4]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c; r.d[3] = a.d[3] * c; r.d[4] = a.d[4] * c); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_div_r(nsd_Exp2Syn_L5 a, double c) { NSD_Exp2Syn_L5_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c; r.d[3] = a.d[3] / c; r.d[4] = a.d[4] / c); }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_pow_r(nsd_Exp2Syn_L5 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
     return nsd_Exp2Syn_L5_f1(a, f, da);
 }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c + b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = b.d[k]); }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c - b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = -b.d[k]); }
-NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c * b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_add_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]; r.d[3] = b.d[3]; r.d[4] = b.d[4]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_sub_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]; r.d[3] = -b.d[3]; r.d[4] = -b.d[4]); }
+NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_mul_l(double c, nsd_Exp2Syn_L5 b) { NSD_Exp2Syn_L5_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]; r.d[3] = c * b.d[3]; r.d[4] = c * b.d[4]); }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_div_l(double c, nsd_Exp2Syn_L5 b) {
-    NSD_Exp2Syn_L5_OP(r.v = c / b.v; for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+    NSD_Exp2Syn_L5_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v; r.d[3] = -r.v * b.d[3] / b.v; r.d[4] = -r.v * b.d[4] / b.v);
 }
 NSD_Exp2Syn_L5_FN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_pow_l(double c, nsd_Exp2Syn_L5 b) {
     const double f = pow(c, b.v);
@@ -442,49 +463,69 @@ NSD_Exp2Syn_L5_TWIN nsd_Exp2Syn_L5 nsd_Exp2Syn_L5_cur(ns_mech_ppack *p, nsd_Exp2
     return c_;
 }
 
-NSD_Exp2Syn_L3_ENTRY void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_Exp2Syn_L3 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L3_c(p->v[node_]);
+NSD_Exp2Syn_L3_FN void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_Exp2Syn_L3 G_[1], v_ = nsd_Exp2Syn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L3_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L3_c(p->global[k]);
-    Fd_[0].d[1] = 1.0;
-    Fd_[1].d[2] = 1.0;
-    nsd_Exp2Syn_L3 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_Exp2Syn_L3 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_Exp2Syn_L3 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_Exp2Syn_L3 *F3_ = &Fd_[3];
-    (void)F3_;
-    nsd_Exp2Syn_L3 *F4_ = &Fd_[4];
-    (void)F4_;
-    nsd_Exp2Syn_L3 *F5_ = &Fd_[5];
-    (void)F5_;
-    nsd_Exp2Syn_L3 *F6_ = &Fd_[6];
-    (void)F6_;
-    nsd_Exp2Syn_L3 *F7_ = &Fd_[7];
-    (void)F7_;
+    nsd_Exp2Syn_L3 Fd0_ = nsd_Exp2Syn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L3 Fd1_ = nsd_Exp2Syn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L3 Fd2_ = nsd_Exp2Syn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L3 Fd3_ = nsd_Exp2Syn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L3 Fd4_ = nsd_Exp2Syn_L3_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L3 Fd5_ = nsd_Exp2Syn_L3_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L3 Fd6_ = nsd_Exp2Syn_L3_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L3 Fd7_ = nsd_Exp2Syn_L3_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    Fd0_.d[1] = 1.0;
+    Fd1_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     (*F6_) = nsd_Exp2Syn_L3_c(0);
     (*F7_) = nsd_Exp2Syn_L3_c(0);
     nsd_Exp2Syn_L3 L_tp = nsd_Exp2Syn_L3_c(0.0);
-    if ((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v > (nsd_Exp2Syn_L3_c(0.9999)).v))).v) {
-        (*F0_) = nsd_Exp2Syn_L3_mul_l(0.9999, (*F1_));
+    {
+        const int c0_ = (((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v > (nsd_Exp2Syn_L3_c(0.9999)).v))).v) != 0.0), e0_ = !c0_;
+        {
+            {
+                const nsd_Exp2Syn_L3 t_ = nsd_Exp2Syn_L3_mul_l(0.9999, (*F1_));
+                (*F0_) = nsd_Exp2Syn_L3_sel(c0_, t_, (*F0_));
+            }
+        }
+        (void)c0_; (void)e0_;
     }
-    if ((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v < (nsd_Exp2Syn_L3_c(1e-9)).v))).v) {
-        (*F0_) = nsd_Exp2Syn_L3_mul_r((*F1_), 1e-9);
+    {
+        const int c1_ = (((nsd_Exp2Syn_L3_c((double)((nsd_Exp2Syn_L3_div((*F0_), (*F1_))).v < (nsd_Exp2Syn_L3_c(1e-9)).v))).v) != 0.0), e1_ = !c1_;
+        {
+            {
+                const nsd_Exp2Syn_L3 t_ = nsd_Exp2Syn_L3_mul_r((*F1_), 1e-9);
+                (*F0_) = nsd_Exp2Syn_L3_sel(c1_, t_, (*F0_));
+            }
+        }
+        (void)c1_; (void)e1_;
     }
     (*F6_) = nsd_Exp2Syn_L3_c(0.0);
     (*F7_) = nsd_Exp2Syn_L3_c(0.0);
     L_tp = nsd_Exp2Syn_L3_mul(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_mul((*F0_), (*F1_)), nsd_Exp2Syn_L3_sub((*F1_), (*F0_))), nsd_Exp2Syn_L3_log(nsd_Exp2Syn_L3_div((*F1_), (*F0_))));
     (*F5_) = nsd_Exp2Syn_L3_add(nsd_Exp2Syn_L3_neg(nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(L_tp), (*F0_)))), nsd_Exp2Syn_L3_exp(nsd_Exp2Syn_L3_div(nsd_Exp2Syn_L3_neg(L_tp), (*F1_))));
     (*F5_) = nsd_Exp2Syn_L3_div_l(1.0, (*F5_));
-    double a_[NSD_Exp2Syn_L3_K];
-    for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 8; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_Exp2Syn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[3];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
+    {
+        const double l_ = lo_[0 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd0_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd0_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd0_.d[2] : 0.0);
+    }
+    {
+        const double l_ = lo_[1 * s_];
+        a_[2] = a_[2] + l_;
+    }
+    {
+        const double l_ = lo_[5 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0);
+    }
+    {
+        const double l_ = lo_[6 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0);
+    }
+    {
+        const double l_ = lo_[7 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -494,57 +535,75 @@ NSD_Exp2Syn_L3_ENTRY void nsm_Exp2Syn_vjpa_init(ns_mech_ppack *p, int i_, int no
     lf_[4 * s_] += lo_[4 * s_];
 }
 
-static void nsm_Exp2Syn_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_Exp2Syn_L3_ENTRY void nsm_Exp2Syn_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_Exp2Syn_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 9);
 }
 
-static void nsm_Exp2Syn_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_Exp2Syn_L3_ENTRY void nsm_Exp2Syn_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_Exp2Syn_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_Exp2Syn_vjpa_init(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+        for (int i = 0; i < n_; ++i) nsm_Exp2Syn_vjpa_init(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_Exp2Syn_L4_HOT void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_Exp2Syn_L4 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L4_c(p->v[node_]);
+NSD_Exp2Syn_L4_FN void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_Exp2Syn_L4 G_[1], v_ = nsd_Exp2Syn_L4_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L4_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L4_c(p->global[k]);
-    Fd_[2].d[1] = 1.0;
-    Fd_[6].d[2] = 1.0;
-    Fd_[7].d[3] = 1.0;
-    nsd_Exp2Syn_L4 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_Exp2Syn_L4 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_Exp2Syn_L4 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_Exp2Syn_L4 *F3_ = &Fd_[3];
-    (void)F3_;
-    nsd_Exp2Syn_L4 *F4_ = &Fd_[4];
-    (void)F4_;
-    nsd_Exp2Syn_L4 *F5_ = &Fd_[5];
-    (void)F5_;
-    nsd_Exp2Syn_L4 *F6_ = &Fd_[6];
-    (void)F6_;
-    nsd_Exp2Syn_L4 *F7_ = &Fd_[7];
-    (void)F7_;
+    nsd_Exp2Syn_L4 Fd0_ = nsd_Exp2Syn_L4_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L4 Fd1_ = nsd_Exp2Syn_L4_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L4 Fd2_ = nsd_Exp2Syn_L4_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L4 Fd3_ = nsd_Exp2Syn_L4_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L4 Fd4_ = nsd_Exp2Syn_L4_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L4 Fd5_ = nsd_Exp2Syn_L4_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L4 Fd6_ = nsd_Exp2Syn_L4_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L4 Fd7_ = nsd_Exp2Syn_L4_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    Fd2_.d[1] = 1.0;
+    Fd6_.d[2] = 1.0;
+    Fd7_.d[3] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_Exp2Syn_L4 g_ = nsd_Exp2Syn_L4_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, nsd_Exp2Syn_L4_add(v_, nsd_Exp2Syn_L4_c(.001)));
     nsd_Exp2Syn_L4 rhs_ = nsd_Exp2Syn_L4_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, v_);
     g_ = nsd_Exp2Syn_L4_div(nsd_Exp2Syn_L4_sub(g_, rhs_), nsd_Exp2Syn_L4_c(.001));
     g_ = nsd_Exp2Syn_L4_mul_r(g_, p->weight[i_]);
     rhs_ = nsd_Exp2Syn_L4_mul_r(rhs_, p->weight[i_]);
-    double a_[NSD_Exp2Syn_L4_K];
-    for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 8; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[4];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0;
+    {
+        const double l_ = lo_[2 * s_];
+        a_[1] = a_[1] + l_;
     }
-    const double lr_ = lo_[8 * s_], ld_ = lo_[9 * s_];
-    for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
-    for (int k = 0; k < NSD_Exp2Syn_L4_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    {
+        const double l_ = lo_[3 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd3_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[4 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[6 * s_];
+        a_[2] = a_[2] + l_;
+    }
+    {
+        const double l_ = lo_[7 * s_];
+        a_[3] = a_[3] + l_;
+    }
+    {
+        const double lr_ = lo_[8 * s_], ld_ = lo_[9 * s_];
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0); a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0); a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0);
+    }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
     lf_[1 * s_] += lo_[1 * s_];
@@ -554,50 +613,62 @@ NSD_Exp2Syn_L4_HOT void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int n
     lf_[7 * s_] += a_[3];
 }
 
-static void nsm_Exp2Syn_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_Exp2Syn_L4_ENTRY void nsm_Exp2Syn_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_Exp2Syn_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 9);
 }
 
-static void nsm_Exp2Syn_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_Exp2Syn_L4_HOT void nsm_Exp2Syn_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_Exp2Syn_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_Exp2Syn_vjpa_current(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+        for (int i = 0; i < n_; ++i) nsm_Exp2Syn_vjpa_current(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_Exp2Syn_L5_HOT void nsm_Exp2Syn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_Exp2Syn_L5 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
+NSD_Exp2Syn_L5_FN void nsm_Exp2Syn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_Exp2Syn_L5 G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L5_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L5_c(p->global[k]);
-    Fd_[0].d[1] = 1.0;
-    Fd_[1].d[2] = 1.0;
-    Fd_[6].d[3] = 1.0;
-    Fd_[7].d[4] = 1.0;
-    nsd_Exp2Syn_L5 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_Exp2Syn_L5 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_Exp2Syn_L5 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_Exp2Syn_L5 *F3_ = &Fd_[3];
-    (void)F3_;
-    nsd_Exp2Syn_L5 *F4_ = &Fd_[4];
-    (void)F4_;
-    nsd_Exp2Syn_L5 *F5_ = &Fd_[5];
-    (void)F5_;
-    nsd_Exp2Syn_L5 *F6_ = &Fd_[6];
-    (void)F6_;
-    nsd_Exp2Syn_L5 *F7_ = &Fd_[7];
-    (void)F7_;
+    nsd_Exp2Syn_L5 Fd0_ = nsd_Exp2Syn_L5_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L5 Fd1_ = nsd_Exp2Syn_L5_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L5 Fd2_ = nsd_Exp2Syn_L5_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L5 Fd3_ = nsd_Exp2Syn_L5_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L5 Fd4_ = nsd_Exp2Syn_L5_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L5 Fd5_ = nsd_Exp2Syn_L5_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L5 Fd6_ = nsd_Exp2Syn_L5_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L5 Fd7_ = nsd_Exp2Syn_L5_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    Fd0_.d[1] = 1.0;
+    Fd1_.d[2] = 1.0;
+    Fd6_.d[3] = 1.0;
+    Fd7_.d[4] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_Exp2Syn_L5_d_state(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, v_);
-    double a_[NSD_Exp2Syn_L5_K];
-    for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 8; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[5];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0;
+    {
+        const double l_ = lo_[0 * s_];
+        a_[1] = a_[1] + l_;
+    }
+    {
+        const double l_ = lo_[1 * s_];
+        a_[2] = a_[2] + l_;
+    }
+    {
+        const double l_ = lo_[6 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
+    }
+    {
+        const double l_ = lo_[7 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -610,53 +681,61 @@ NSD_Exp2Syn_L5_HOT void nsm_Exp2Syn_vjpa_state(ns_mech_ppack *p, int i_, int nod
     lf_[7 * s_] += a_[4];
 }
 
-static void nsm_Exp2Syn_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_Exp2Syn_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 9);
 }
 
-static void nsm_Exp2Syn_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_Exp2Syn_L5_HOT void nsm_Exp2Syn_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_Exp2Syn_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_Exp2Syn_vjpa_state(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+        for (int i = 0; i < n_; ++i) nsm_Exp2Syn_vjpa_state(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
-    nsd_Exp2Syn_L5 Fd_[8], G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
+NSD_Exp2Syn_L5_FN void nsm_Exp2Syn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
+    nsd_Exp2Syn_L5 G_[1], v_ = nsd_Exp2Syn_L5_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 8; ++k) Fd_[k] = nsd_Exp2Syn_L5_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_Exp2Syn_L5_c(p->global[k]);
-    Fd_[5].d[1] = 1.0;
-    Fd_[6].d[2] = 1.0;
-    Fd_[7].d[3] = 1.0;
-    nsd_Exp2Syn_L5 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_Exp2Syn_L5 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_Exp2Syn_L5 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_Exp2Syn_L5 *F3_ = &Fd_[3];
-    (void)F3_;
-    nsd_Exp2Syn_L5 *F4_ = &Fd_[4];
-    (void)F4_;
-    nsd_Exp2Syn_L5 *F5_ = &Fd_[5];
-    (void)F5_;
-    nsd_Exp2Syn_L5 *F6_ = &Fd_[6];
-    (void)F6_;
-    nsd_Exp2Syn_L5 *F7_ = &Fd_[7];
-    (void)F7_;
+    nsd_Exp2Syn_L5 Fd0_ = nsd_Exp2Syn_L5_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_Exp2Syn_L5 Fd1_ = nsd_Exp2Syn_L5_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_Exp2Syn_L5 Fd2_ = nsd_Exp2Syn_L5_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_Exp2Syn_L5 Fd3_ = nsd_Exp2Syn_L5_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_Exp2Syn_L5 Fd4_ = nsd_Exp2Syn_L5_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_Exp2Syn_L5 Fd5_ = nsd_Exp2Syn_L5_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_Exp2Syn_L5 Fd6_ = nsd_Exp2Syn_L5_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_Exp2Syn_L5 Fd7_ = nsd_Exp2Syn_L5_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    Fd5_.d[1] = 1.0;
+    Fd6_.d[2] = 1.0;
+    Fd7_.d[3] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_Exp2Syn_L5 A_weight = nsd_Exp2Syn_L5_c(w_), A_flag = nsd_Exp2Syn_L5_c(0.0);
     A_weight.d[NSD_Exp2Syn_L5_K - 1] = 1.0;
     (void)A_flag; (void)A_weight;
     (*F6_) = nsd_Exp2Syn_L5_add((*F6_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
     (*F7_) = nsd_Exp2Syn_L5_add((*F7_), nsd_Exp2Syn_L5_mul(A_weight, (*F5_)));
-    double a_[NSD_Exp2Syn_L5_K];
-    for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 8; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_Exp2Syn_L5_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[5];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0;
+    {
+        const double l_ = lo_[5 * s_];
+        a_[1] = a_[1] + l_;
+    }
+    {
+        const double l_ = lo_[6 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0);
+    }
+    {
+        const double l_ = lo_[7 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
@@ -667,13 +746,20 @@ NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjpa_net_receive(ns_mech_ppack *p, int i_,
     lf_[5 * s_] += a_[1];
     lf_[6 * s_] += a_[2];
     lf_[7 * s_] += a_[3];
-    *lw_ += a_[NSD_Exp2Syn_L5_K - 1];
+    *lw_ += a_[4];
 }
 
-static void nsm_Exp2Syn_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {
+NSD_Exp2Syn_L5_ENTRY void nsm_Exp2Syn_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {
     nsm_Exp2Syn_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, li_ + 1, li_ + 9, li_ + 9);
 }
 
+#define NSD_Exp2Syn_VJPN_CI NULL, NULL, NULL
+#if defined(__GNUC__) || defined(__clang__)
+#undef pow
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 #ifdef NS_MECH_WITH_CUDA
 int nsm_Exp2Syn_cuda_init(const ns_mech_ppack *, void *);
 int nsm_Exp2Syn_cuda_current(const ns_mech_ppack *, void *);
@@ -707,5 +793,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
     nsm_Exp2Syn_vjp_net_receive,
-    0, NULL, NULL
+    0, NULL, NULL,
+    NSD_Exp2Syn_VJPN_CI
 };

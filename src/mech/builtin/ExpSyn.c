@@ -95,6 +95,18 @@ static void nsm_ExpSyn_net_receive(ns_mech_ppack *p, int i, double w) {
 }
 
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#ifndef NSD_POW_CONST
+#define NSD_POW_CONST
+__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }
+#endif
+#define pow(a, b) nsd_pow_const_(a, b)
+#endif
+
 /* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 4 fields, the 0 GLOBALs), 1 for the phases that read that many ---- */
 enum { NSD_ExpSyn_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
@@ -114,22 +126,22 @@ enum { NSD_ExpSyn_L1_K = 1 };
 #endif
 typedef struct nsd_ExpSyn_L1 { double v, d[NSD_ExpSyn_L1_K]; } nsd_ExpSyn_L1;
 #define NSD_ExpSyn_L1_OP(body) nsd_ExpSyn_L1 r; body; return r
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_c(double x) { NSD_ExpSyn_L1_OP(r.v = x; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = 0.0); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_c(double x) { NSD_ExpSyn_L1_OP(r.v = x; r.d[0] = 0.0); }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
-    NSD_ExpSyn_L1_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+    NSD_ExpSyn_L1_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]);
 }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
-    NSD_ExpSyn_L1_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+    NSD_ExpSyn_L1_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]);
 }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
-    NSD_ExpSyn_L1_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+    NSD_ExpSyn_L1_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]);
 }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_div(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
-    NSD_ExpSyn_L1_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+    NSD_ExpSyn_L1_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v);
 }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_neg(nsd_ExpSyn_L1 a) { NSD_ExpSyn_L1_OP(r.v = -a.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = -a.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_neg(nsd_ExpSyn_L1 a) { NSD_ExpSyn_L1_OP(r.v = -a.v; r.d[0] = -a.d[0]); }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_f1(nsd_ExpSyn_L1 a, double f, double df) {
-    NSD_ExpSyn_L1_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = df * a.d[k]);
+    NSD_ExpSyn_L1_OP(r.v = f; r.d[0] = df * a.d[0]);
 }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_exp(nsd_ExpSyn_L1 a) { const double e = nsm_exp(a.v); return nsd_ExpSyn_L1_f1(a, e, e); }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_expm1(nsd_ExpSyn_L1 a) { return nsd_ExpSyn_L1_f1(a, expm1(a.v), exp(a.v)); }
@@ -152,23 +164,26 @@ NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_exprelr(nsd_ExpSyn_L1 a) {
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_pow(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_ExpSyn_L1_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_ExpSyn_L1_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0));
+}
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sel(int c, nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) {
+    NSD_ExpSyn_L1_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]);
 }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_fmin(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) { nsd_ExpSyn_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_fmax(nsd_ExpSyn_L1 a, nsd_ExpSyn_L1 b) { nsd_ExpSyn_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v + c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k]); }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v - c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k]); }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v * c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_div_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v / c; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v + c; r.d[0] = a.d[0]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v - c; r.d[0] = a.d[0]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v * c; r.d[0] = a.d[0] * c); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_div_r(nsd_ExpSyn_L1 a, double c) { NSD_ExpSyn_L1_OP(r.v = a.v / c; r.d[0] = a.d[0] / c); }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_pow_r(nsd_ExpSyn_L1 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
     return nsd_ExpSyn_L1_f1(a, f, da);
 }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c + b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = b.d[k]); }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c - b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = -b.d[k]); }
-NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c * b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_add_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c + b.v; r.d[0] = b.d[0]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_sub_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c - b.v; r.d[0] = -b.d[0]); }
+NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_mul_l(double c, nsd_ExpSyn_L1 b) { NSD_ExpSyn_L1_OP(r.v = c * b.v; r.d[0] = c * b.d[0]); }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_div_l(double c, nsd_ExpSyn_L1 b) {
-    NSD_ExpSyn_L1_OP(r.v = c / b.v; for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+    NSD_ExpSyn_L1_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v);
 }
 NSD_ExpSyn_L1_FN nsd_ExpSyn_L1 nsd_ExpSyn_L1_pow_l(double c, nsd_ExpSyn_L1 b) {
     const double f = pow(c, b.v);
@@ -228,22 +243,22 @@ enum { NSD_ExpSyn_L3_K = 3 };
 #endif
 typedef struct nsd_ExpSyn_L3 { double v, d[NSD_ExpSyn_L3_K]; } nsd_ExpSyn_L3;
 #define NSD_ExpSyn_L3_OP(body) nsd_ExpSyn_L3 r; body; return r
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_c(double x) { NSD_ExpSyn_L3_OP(r.v = x; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = 0.0); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_c(double x) { NSD_ExpSyn_L3_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0); }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
-    NSD_ExpSyn_L3_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+    NSD_ExpSyn_L3_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]);
 }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
-    NSD_ExpSyn_L3_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+    NSD_ExpSyn_L3_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]);
 }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
-    NSD_ExpSyn_L3_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+    NSD_ExpSyn_L3_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]);
 }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_div(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
-    NSD_ExpSyn_L3_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+    NSD_ExpSyn_L3_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v);
 }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_neg(nsd_ExpSyn_L3 a) { NSD_ExpSyn_L3_OP(r.v = -a.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = -a.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_neg(nsd_ExpSyn_L3 a) { NSD_ExpSyn_L3_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]); }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_f1(nsd_ExpSyn_L3 a, double f, double df) {
-    NSD_ExpSyn_L3_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = df * a.d[k]);
+    NSD_ExpSyn_L3_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]);
 }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_exp(nsd_ExpSyn_L3 a) { const double e = nsm_exp(a.v); return nsd_ExpSyn_L3_f1(a, e, e); }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_expm1(nsd_ExpSyn_L3 a) { return nsd_ExpSyn_L3_f1(a, expm1(a.v), exp(a.v)); }
@@ -266,23 +281,26 @@ NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_exprelr(nsd_ExpSyn_L3 a) {
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_pow(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_ExpSyn_L3_OP(r.v = f; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_ExpSyn_L3_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0));
+}
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sel(int c, nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) {
+    NSD_ExpSyn_L3_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]);
 }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_fmin(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) { nsd_ExpSyn_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_fmax(nsd_ExpSyn_L3 a, nsd_ExpSyn_L3 b) { nsd_ExpSyn_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v + c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k]); }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v - c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k]); }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v * c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_div_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v / c; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_div_r(nsd_ExpSyn_L3 a, double c) { NSD_ExpSyn_L3_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c); }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_pow_r(nsd_ExpSyn_L3 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
     return nsd_ExpSyn_L3_f1(a, f, da);
 }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c + b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = b.d[k]); }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c - b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = -b.d[k]); }
-NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c * b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_add_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_sub_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]); }
+NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_mul_l(double c, nsd_ExpSyn_L3 b) { NSD_ExpSyn_L3_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]); }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_div_l(double c, nsd_ExpSyn_L3 b) {
-    NSD_ExpSyn_L3_OP(r.v = c / b.v; for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+    NSD_ExpSyn_L3_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v);
 }
 NSD_ExpSyn_L3_FN nsd_ExpSyn_L3 nsd_ExpSyn_L3_pow_l(double c, nsd_ExpSyn_L3 b) {
     const double f = pow(c, b.v);
@@ -322,27 +340,21 @@ NSD_ExpSyn_L3_TWIN nsd_ExpSyn_L3 nsd_ExpSyn_L3_cur(ns_mech_ppack *p, nsd_ExpSyn_
     return c_;
 }
 
-NSD_ExpSyn_L1_ENTRY void nsm_ExpSyn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_ExpSyn_L1 Fd_[4], G_[1], v_ = nsd_ExpSyn_L1_c(p->v[node_]);
+NSD_ExpSyn_L1_FN void nsm_ExpSyn_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_ExpSyn_L1 G_[1], v_ = nsd_ExpSyn_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L1_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L1_c(p->global[k]);
-    nsd_ExpSyn_L1 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_ExpSyn_L1 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_ExpSyn_L1 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_ExpSyn_L1 *F3_ = &Fd_[3];
-    (void)F3_;
+    nsd_ExpSyn_L1 Fd0_ = nsd_ExpSyn_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L1 Fd1_ = nsd_ExpSyn_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L1 Fd2_ = nsd_ExpSyn_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L1 Fd3_ = nsd_ExpSyn_L1_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     (*F3_) = nsd_ExpSyn_L1_c(0);
     (*F3_) = nsd_ExpSyn_L1_c(0.0);
-    double a_[NSD_ExpSyn_L1_K];
-    for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 4; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_ExpSyn_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[1];
+    a_[0] = 0.0;
+    {
+        const double l_ = lo_[3 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
@@ -350,88 +362,110 @@ NSD_ExpSyn_L1_ENTRY void nsm_ExpSyn_vjpa_init(ns_mech_ppack *p, int i_, int node
     lf_[2 * s_] += lo_[2 * s_];
 }
 
-static void nsm_ExpSyn_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_ExpSyn_L1_ENTRY void nsm_ExpSyn_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_ExpSyn_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 5);
 }
 
-static void nsm_ExpSyn_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_ExpSyn_L1_ENTRY void nsm_ExpSyn_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_ExpSyn_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_ExpSyn_vjpa_init(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+        for (int i = 0; i < n_; ++i) nsm_ExpSyn_vjpa_init(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_ExpSyn_L3 Fd_[4], G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
+NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_ExpSyn_L3 G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L3_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L3_c(p->global[k]);
-    Fd_[1].d[1] = 1.0;
-    Fd_[3].d[2] = 1.0;
-    nsd_ExpSyn_L3 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_ExpSyn_L3 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_ExpSyn_L3 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_ExpSyn_L3 *F3_ = &Fd_[3];
-    (void)F3_;
+    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    Fd1_.d[1] = 1.0;
+    Fd3_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_ExpSyn_L3 g_ = nsd_ExpSyn_L3_cur(p, F0_, F1_, F2_, F3_, G_, i_, node_, nsd_ExpSyn_L3_add(v_, nsd_ExpSyn_L3_c(.001)));
     nsd_ExpSyn_L3 rhs_ = nsd_ExpSyn_L3_cur(p, F0_, F1_, F2_, F3_, G_, i_, node_, v_);
     g_ = nsd_ExpSyn_L3_div(nsd_ExpSyn_L3_sub(g_, rhs_), nsd_ExpSyn_L3_c(.001));
     g_ = nsd_ExpSyn_L3_mul_r(g_, p->weight[i_]);
     rhs_ = nsd_ExpSyn_L3_mul_r(rhs_, p->weight[i_]);
-    double a_[NSD_ExpSyn_L3_K];
-    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 4; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[3];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
+    {
+        const double l_ = lo_[1 * s_];
+        a_[1] = a_[1] + l_;
     }
-    const double lr_ = lo_[4 * s_], ld_ = lo_[5 * s_];
-    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
-    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    {
+        const double l_ = lo_[2 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd2_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd2_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd2_.d[2] : 0.0);
+    }
+    {
+        const double l_ = lo_[3 * s_];
+        a_[2] = a_[2] + l_;
+    }
+    {
+        const double lr_ = lo_[4 * s_], ld_ = lo_[5 * s_];
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
+    }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
     lf_[1 * s_] += a_[1];
     lf_[3 * s_] += a_[2];
 }
 
-static void nsm_ExpSyn_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_ExpSyn_L3_ENTRY void nsm_ExpSyn_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_ExpSyn_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 5);
 }
 
-static void nsm_ExpSyn_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_ExpSyn_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_ExpSyn_vjpa_current(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+        for (int i = 0; i < n_; ++i) nsm_ExpSyn_vjpa_current(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_ExpSyn_L3 Fd_[4], G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
+NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_ExpSyn_L3 G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L3_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L3_c(p->global[k]);
-    Fd_[0].d[1] = 1.0;
-    Fd_[3].d[2] = 1.0;
-    nsd_ExpSyn_L3 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_ExpSyn_L3 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_ExpSyn_L3 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_ExpSyn_L3 *F3_ = &Fd_[3];
-    (void)F3_;
+    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    Fd0_.d[1] = 1.0;
+    Fd3_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_ExpSyn_L3_d_state(p, F0_, F1_, F2_, F3_, G_, i_, node_, v_);
-    double a_[NSD_ExpSyn_L3_K];
-    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 4; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[3];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
+    {
+        const double l_ = lo_[0 * s_];
+        a_[1] = a_[1] + l_;
+    }
+    {
+        const double l_ = lo_[3 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
@@ -440,55 +474,66 @@ NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpa_state(ns_mech_ppack *p, int i_, int node_
     lf_[3 * s_] += a_[2];
 }
 
-static void nsm_ExpSyn_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_ExpSyn_L3_ENTRY void nsm_ExpSyn_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_ExpSyn_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 5);
 }
 
-static void nsm_ExpSyn_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_ExpSyn_L3_HOT void nsm_ExpSyn_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_ExpSyn_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_ExpSyn_vjpa_state(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+        for (int i = 0; i < n_; ++i) nsm_ExpSyn_vjpa_state(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_ExpSyn_L3_ENTRY void nsm_ExpSyn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
-    nsd_ExpSyn_L3 Fd_[4], G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
+NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_net_receive(ns_mech_ppack *p, int i_, int node_, double w_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_, double *lw_) {
+    nsd_ExpSyn_L3 G_[1], v_ = nsd_ExpSyn_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 4; ++k) Fd_[k] = nsd_ExpSyn_L3_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_ExpSyn_L3_c(p->global[k]);
-    Fd_[3].d[1] = 1.0;
-    nsd_ExpSyn_L3 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_ExpSyn_L3 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_ExpSyn_L3 *F2_ = &Fd_[2];
-    (void)F2_;
-    nsd_ExpSyn_L3 *F3_ = &Fd_[3];
-    (void)F3_;
+    nsd_ExpSyn_L3 Fd0_ = nsd_ExpSyn_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_ExpSyn_L3 Fd1_ = nsd_ExpSyn_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_ExpSyn_L3 Fd2_ = nsd_ExpSyn_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_ExpSyn_L3 Fd3_ = nsd_ExpSyn_L3_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    Fd3_.d[1] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_ExpSyn_L3 A_weight = nsd_ExpSyn_L3_c(w_), A_flag = nsd_ExpSyn_L3_c(0.0);
     A_weight.d[NSD_ExpSyn_L3_K - 1] = 1.0;
     (void)A_flag; (void)A_weight;
     (*F3_) = nsd_ExpSyn_L3_add((*F3_), A_weight);
-    double a_[NSD_ExpSyn_L3_K];
-    for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 4; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_ExpSyn_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[3];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
+    {
+        const double l_ = lo_[3 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd3_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd3_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd3_.d[2] : 0.0);
     }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
     lf_[1 * s_] += lo_[1 * s_];
     lf_[2 * s_] += lo_[2 * s_];
     lf_[3 * s_] += a_[1];
-    *lw_ += a_[NSD_ExpSyn_L3_K - 1];
+    *lw_ += a_[2];
 }
 
-static void nsm_ExpSyn_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {
+NSD_ExpSyn_L3_ENTRY void nsm_ExpSyn_vjp_net_receive(ns_mech_ppack *p, int i_, double w_, const double *lo_, double *li_) {
     nsm_ExpSyn_vjpa_net_receive(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, w_, lo_, 1, li_, li_ + 1, li_ + 5, li_ + 5);
 }
 
+#define NSD_ExpSyn_VJPN_CI NULL, NULL, NULL
+#if defined(__GNUC__) || defined(__clang__)
+#undef pow
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 #ifdef NS_MECH_WITH_CUDA
 int nsm_ExpSyn_cuda_init(const ns_mech_ppack *, void *);
 int nsm_ExpSyn_cuda_current(const ns_mech_ppack *, void *);
@@ -522,5 +567,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
     nsm_ExpSyn_vjp_net_receive,
-    0, NULL, NULL
+    0, NULL, NULL,
+    NSD_ExpSyn_VJPN_CI
 };

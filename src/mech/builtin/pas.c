@@ -107,6 +107,18 @@ NSM_LOOP void nsm_pas_state(ns_mech_ppack *p) {
 }
 
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#ifndef NSD_POW_CONST
+#define NSD_POW_CONST
+__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }
+#endif
+#define pow(a, b) nsd_pow_const_(a, b)
+#endif
+
 /* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 1 for the phases that read that many ---- */
 enum { NSD_pas_L1_K = 1 };
 #if defined(__GNUC__) || defined(__clang__)
@@ -126,22 +138,22 @@ enum { NSD_pas_L1_K = 1 };
 #endif
 typedef struct nsd_pas_L1 { double v, d[NSD_pas_L1_K]; } nsd_pas_L1;
 #define NSD_pas_L1_OP(body) nsd_pas_L1 r; body; return r
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_c(double x) { NSD_pas_L1_OP(r.v = x; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = 0.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_c(double x) { NSD_pas_L1_OP(r.v = x; r.d[0] = 0.0); }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add(nsd_pas_L1 a, nsd_pas_L1 b) {
-    NSD_pas_L1_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+    NSD_pas_L1_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]);
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub(nsd_pas_L1 a, nsd_pas_L1 b) {
-    NSD_pas_L1_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+    NSD_pas_L1_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]);
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul(nsd_pas_L1 a, nsd_pas_L1 b) {
-    NSD_pas_L1_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+    NSD_pas_L1_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]);
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div(nsd_pas_L1 a, nsd_pas_L1 b) {
-    NSD_pas_L1_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+    NSD_pas_L1_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v);
 }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_neg(nsd_pas_L1 a) { NSD_pas_L1_OP(r.v = -a.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -a.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_neg(nsd_pas_L1 a) { NSD_pas_L1_OP(r.v = -a.v; r.d[0] = -a.d[0]); }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_f1(nsd_pas_L1 a, double f, double df) {
-    NSD_pas_L1_OP(r.v = f; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = df * a.d[k]);
+    NSD_pas_L1_OP(r.v = f; r.d[0] = df * a.d[0]);
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_exp(nsd_pas_L1 a) { const double e = nsm_exp(a.v); return nsd_pas_L1_f1(a, e, e); }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_expm1(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, expm1(a.v), exp(a.v)); }
@@ -164,23 +176,26 @@ NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_exprelr(nsd_pas_L1 a) {
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow(nsd_pas_L1 a, nsd_pas_L1 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_pas_L1_OP(r.v = f; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_pas_L1_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0));
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sel(int c, nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]);
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmin(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmax(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v + c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k]); }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v - c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k]); }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v * c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v / c; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v + c; r.d[0] = a.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v - c; r.d[0] = a.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v * c; r.d[0] = a.d[0] * c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v / c; r.d[0] = a.d[0] / c); }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_r(nsd_pas_L1 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
     return nsd_pas_L1_f1(a, f, da);
 }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c + b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = b.d[k]); }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c - b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -b.d[k]); }
-NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c * b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c + b.v; r.d[0] = b.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c - b.v; r.d[0] = -b.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c * b.v; r.d[0] = c * b.d[0]); }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_l(double c, nsd_pas_L1 b) {
-    NSD_pas_L1_OP(r.v = c / b.v; for (int k = 0; k < NSD_pas_L1_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+    NSD_pas_L1_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v);
 }
 NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_l(double c, nsd_pas_L1 b) {
     const double f = pow(c, b.v);
@@ -235,22 +250,22 @@ enum { NSD_pas_L3_K = 3 };
 #endif
 typedef struct nsd_pas_L3 { double v, d[NSD_pas_L3_K]; } nsd_pas_L3;
 #define NSD_pas_L3_OP(body) nsd_pas_L3 r; body; return r
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_c(double x) { NSD_pas_L3_OP(r.v = x; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = 0.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_c(double x) { NSD_pas_L3_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0); }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add(nsd_pas_L3 a, nsd_pas_L3 b) {
-    NSD_pas_L3_OP(r.v = a.v + b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] + b.d[k]);
+    NSD_pas_L3_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]);
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub(nsd_pas_L3 a, nsd_pas_L3 b) {
-    NSD_pas_L3_OP(r.v = a.v - b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] - b.d[k]);
+    NSD_pas_L3_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]);
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul(nsd_pas_L3 a, nsd_pas_L3 b) {
-    NSD_pas_L3_OP(r.v = a.v * b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k]);
+    NSD_pas_L3_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]);
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div(nsd_pas_L3 a, nsd_pas_L3 b) {
-    NSD_pas_L3_OP(r.v = a.v / b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v);
+    NSD_pas_L3_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v);
 }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_neg(nsd_pas_L3 a) { NSD_pas_L3_OP(r.v = -a.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -a.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_neg(nsd_pas_L3 a) { NSD_pas_L3_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]); }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_f1(nsd_pas_L3 a, double f, double df) {
-    NSD_pas_L3_OP(r.v = f; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = df * a.d[k]);
+    NSD_pas_L3_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]);
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_exp(nsd_pas_L3 a) { const double e = nsm_exp(a.v); return nsd_pas_L3_f1(a, e, e); }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_expm1(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, expm1(a.v), exp(a.v)); }
@@ -273,23 +288,26 @@ NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_exprelr(nsd_pas_L3 a) {
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow(nsd_pas_L3 a, nsd_pas_L3 b) {
     const double f = pow(a.v, b.v);
     const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
-    NSD_pas_L3_OP(r.v = f; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = da * a.d[k] + (b.d[k] != 0.0 ? db * b.d[k] : 0.0));
+    NSD_pas_L3_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0));
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sel(int c, nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]);
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmin(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmax(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v + c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k]); }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v - c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k]); }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v * c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] * c); }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v / c; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = a.d[k] / c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c); }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_r(nsd_pas_L3 a, double c) {
     const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
     return nsd_pas_L3_f1(a, f, da);
 }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c + b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = b.d[k]); }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c - b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -b.d[k]); }
-NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c * b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = c * b.d[k]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]); }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_l(double c, nsd_pas_L3 b) {
-    NSD_pas_L3_OP(r.v = c / b.v; for (int k = 0; k < NSD_pas_L3_K; ++k) r.d[k] = -r.v * b.d[k] / b.v);
+    NSD_pas_L3_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v);
 }
 NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_l(double c, nsd_pas_L3 b) {
     const double f = pow(c, b.v);
@@ -324,121 +342,166 @@ NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd
     return c_;
 }
 
-NSD_pas_L1_ENTRY void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
+NSD_pas_L1_FN void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_pas_L1 G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_L1_c(p->global[k]);
-    nsd_pas_L1 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_pas_L1 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_pas_L1 *F2_ = &Fd_[2];
-    (void)F2_;
+    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    double a_[NSD_pas_L1_K];
-    for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
-    }
+    double a_[1];
+    a_[0] = 0.0;
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
     lf_[1 * s_] += lo_[1 * s_];
     lf_[2 * s_] += lo_[2 * s_];
 }
 
-static void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjp_init(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_pas_vjpa_init(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
 }
 
-static void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjpn_init(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_pas_vjpa_init(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_pas_vjpa_init(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_pas_vjpa_init(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_pas_L3_HOT void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_pas_L3 Fd_[3], G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
+NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_pas_L3 G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L3_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_L3_c(p->global[k]);
-    Fd_[0].d[1] = 1.0;
-    Fd_[1].d[2] = 1.0;
-    nsd_pas_L3 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_pas_L3 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_pas_L3 *F2_ = &Fd_[2];
-    (void)F2_;
+    nsd_pas_L3 Fd0_ = nsd_pas_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L3 Fd1_ = nsd_pas_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L3 Fd2_ = nsd_pas_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    Fd0_.d[1] = 1.0;
+    Fd1_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_pas_L3 g_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_L3_add(v_, nsd_pas_L3_c(.001)));
     nsd_pas_L3 rhs_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
     g_ = nsd_pas_L3_div(nsd_pas_L3_sub(g_, rhs_), nsd_pas_L3_c(.001));
-    double a_[NSD_pas_L3_K];
-    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
+    double a_[3];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
+    {
+        const double l_ = lo_[0 * s_];
+        a_[1] = a_[1] + l_;
     }
-    const double lr_ = lo_[3 * s_], ld_ = lo_[4 * s_];
-    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = lr_ != 0.0 ? a_[k] - lr_ * rhs_.d[k] : a_[k];
-    for (int k = 0; k < NSD_pas_L3_K; ++k) a_[k] = ld_ != 0.0 ? a_[k] + ld_ * g_.d[k] : a_[k];
+    {
+        const double l_ = lo_[1 * s_];
+        a_[2] = a_[2] + l_;
+    }
+    {
+        const double l_ = lo_[2 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd2_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd2_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd2_.d[2] : 0.0);
+    }
+    {
+        const double lr_ = lo_[3 * s_], ld_ = lo_[4 * s_];
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
+    }
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += a_[1];
     lf_[1 * s_] += a_[2];
 }
 
-static void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L3_ENTRY void nsm_pas_vjp_current(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_pas_vjpa_current(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
 }
 
-static void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L3_HOT void nsm_pas_vjpn_current(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_pas_vjpa_current(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_pas_vjpa_current(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_pas_vjpa_current(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
-NSD_pas_L1_HOT void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
-    nsd_pas_L1 Fd_[3], G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
+NSD_pas_L1_FN void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_pas_L1 G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
     v_.d[0] = 1.0;
-    for (int k = 0; k < 3; ++k) Fd_[k] = nsd_pas_L1_c(p->field[k][i_]);
-    for (int k = 0; k < 0; ++k) G_[k] = nsd_pas_L1_c(p->global[k]);
-    nsd_pas_L1 *F0_ = &Fd_[0];
-    (void)F0_;
-    nsd_pas_L1 *F1_ = &Fd_[1];
-    (void)F1_;
-    nsd_pas_L1 *F2_ = &Fd_[2];
-    (void)F2_;
+    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    double a_[NSD_pas_L1_K];
-    for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = 0.0;
-    for (int r = 0; r < 3; ++r) {
-        const double l_ = lo_[r * s_];
-        for (int k = 0; k < NSD_pas_L1_K; ++k) a_[k] = l_ != 0.0 ? a_[k] + l_ * Fd_[r].d[k] : a_[k];
-    }
+    double a_[1];
+    a_[0] = 0.0;
     lv_[0 * s_] += a_[0];
     lf_[0 * s_] += lo_[0 * s_];
     lf_[1 * s_] += lo_[1 * s_];
     lf_[2 * s_] += lo_[2 * s_];
 }
 
-static void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
+NSD_pas_L1_ENTRY void nsm_pas_vjp_state(ns_mech_ppack *p, int i_, const double *lo_, double *li_) {
     nsm_pas_vjpa_state(p, i_, p->node_index ? p->node_index[i_] : p->node_begin + i_, lo_, 1, li_, li_ + 1, li_ + 4);
 }
 
-static void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
+NSD_pas_L1_HOT void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, double *lv_, double *lf_, double *lg_) {
     const int n_ = p->n, b_ = p->node_begin, *ni_ = p->node_index;
-    for (int i = 0; i < n_; ++i) {
-        const int node_ = ni_ ? ni_[i] : b_ + i;
-        nsm_pas_vjpa_state(p, i, node_, lo_ + i, n_, lv_ + node_, lf_ + i, lg_ + i);
+    ns_mech_ppack q_ = *p;
+    if (!ni_) {
+        q_.node_index = NULL; /* known here: ion slots are the nodes */
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_pas_vjpa_state(&q_, i, b_ + i, lo_ + i, n_, lv_ + b_ + i, lf_ + i, lg_ + i);
+    } else {
+#if defined(_OPENMP) || defined(NSM_OMP_SIMD)
+#pragma omp simd
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#elif defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#endif
+        for (int i = 0; i < n_; ++i) nsm_pas_vjpa_state(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);
     }
 }
 
+#define NSD_pas_VJPN_CI NULL, NULL, NULL
+#if defined(__GNUC__) || defined(__clang__)
+#undef pow
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 #if defined(NS_MECH_WITH_CUDA) && defined(NSM_LIBRARY_FUSED)
 #include "nsm_library_fused.h"
 #endif
@@ -479,5 +542,6 @@ const ns_mech_desc nsm_pas_desc = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     NS_MECH_CUDA_ERRORS_NONE,
     NULL,
-    0, NULL, NULL
+    0, NULL, NULL,
+    NSD_pas_VJPN_CI
 };
