@@ -353,6 +353,22 @@ static void emit_one_wrappers(gen *g) {
     }
 }
 
+/* The device's versions of NEURON's helpers that need the entry point's ppack p (nmodl_verbatim.h,
+ * nsv_dev_hoc_only), or that would expand the C library's declarations: after the C outside the
+ * blocks, so that its prototypes and the headers it includes (`extern double* vector_vec();` in
+ * ModelDB's misc.h) stay declarations; the blocks' C then reaches them */
+static const char NSV_DEVICE_MACROS[] =
+    "#if defined(__CUDA_ARCH__)\n"
+    "#define nrn_random_pick(r) nsv_dev_hoc_only(p, __FILE__, __LINE__, \"nrn_random_pick\")\n"
+    "#define vector_capacity(v) ((int)nsv_dev_hoc_only(p, __FILE__, __LINE__, \"vector_capacity\"))\n"
+    "#define vector_vec(v) (nsv_dev_hoc_only(p, __FILE__, __LINE__, \"vector_vec\"), (double *)0)\n"
+    "#define vector_pobj(v) (nsv_dev_hoc_only(p, __FILE__, __LINE__, \"vector_pobj\"), &nsv_dev_no_object)\n"
+    "#define hoc_obj_ref(o) ((void)nsv_dev_hoc_only(p, __FILE__, __LINE__, \"hoc_obj_ref\"))\n"
+    "#define hoc_obj_unref(o) ((void)nsv_dev_hoc_only(p, __FILE__, __LINE__, \"hoc_obj_unref\"))\n"
+    "#define fprintf(f, ...) printf(__VA_ARGS__)\n"
+    "#define fflush(f) (0)\n"
+    "#endif\n";
+
 int nm_emit_header(gen *g) {
     const struct ns_nmodl *m = g->m;
     buf *b = g->b;
@@ -364,11 +380,25 @@ int nm_emit_header(gen *g) {
         nm_put(b, ";\n");
     }
     nm_put(b, "\n");
-    /* VERBATIM C outside the blocks, in file order, after the prototypes (as nocmodl places it) */
+    /* VERBATIM C outside the blocks, in file order, after the prototypes (as nocmodl places it). Its
+     * variables are the C unit's (host storage, which the device's C never uses: nmodl_cuda_verbatim.c);
+     * in the CUDA unit, whose copies nothing runs, they get names of their own, or the library would
+     * define them twice (vecst.mod's `int *iscr=0x0;`) */
+    int renames = 0;
+    for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++) {
+        const st *s = m->verbatim_top->s[i];
+        nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+        nm_cident id;
+        while (s->kind == ST_VERBATIM && nm_c_next_file_var(s->name, &sc, &id))
+            nm_put(b, "%s#define %.*s nsvcu_%.*s\n", renames++ ? "" : "#if defined(__CUDACC__)\n", (int)id.n, id.s,
+                   (int)id.n, id.s);
+    }
+    if (renames) nm_put(b, "#endif\n");
     g->top = 1;
     for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++)
         if (nm_emit_verbatim(g, m->verbatim_top->s[i])) return -1;
     g->top = 0;
+    if (m->verbatim) nm_put(b, "%s", NSV_DEVICE_MACROS);
     /* KINETIC blocks next: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
      * and what they call is declared above */
     for (int i = 0; i < m->n_blocks; i++)

@@ -283,7 +283,9 @@ static inline uint32_t mcell_iran4(uint32_t *high) { return nrnRan4int(high, nsv
 /* nrnran123: a stream is Philox4x32-10 (nmodl_random.h) of the counter
  * {seq, id3, id1, id2} under the key {global index 0, 0}, four 32-bit
  * values per counter, as NEURON's nrnran123.cpp; NEURON 9's overloads by
- * argument count as macros */
+ * argument count as macros. What works on a stream's state is host and
+ * device code (NSV_HD: a stream where the device's C has it, CoreNEURON's
+ * per-instance streams); making and freeing one is host memory. */
 typedef struct nrnran123_State {
     uint32_t c[4], r[4];
     char which_;
@@ -291,17 +293,17 @@ typedef struct nrnran123_State {
 typedef struct nrnran123_array4x32 {
     uint32_t v[4];
 } nrnran123_array4x32;
-static inline void nsv_ran123_fill(nrnran123_State *s) {
+static inline NSV_HD void nsv_ran123_fill(nrnran123_State *s) {
     static const uint32_t key[2] = {0, 0};
     memcpy(s->r, s->c, sizeof s->r);
     nsm_philox4x32(s->r, key);
 }
-static inline void nsv_ran123_setseq3(nrnran123_State *s, uint32_t seq, char which) {
+static inline NSV_HD void nsv_ran123_setseq3(nrnran123_State *s, uint32_t seq, char which) {
     s->which_ = which > 3 || which < 0 ? 0 : which;
     s->c[0] = seq;
     nsv_ran123_fill(s);
 }
-static inline void nsv_ran123_setseq2(nrnran123_State *s, double seq4which) {
+static inline NSV_HD void nsv_ran123_setseq2(nrnran123_State *s, double seq4which) {
     if (seq4which < 0.0 || seq4which > (double)0xffffffffffLL) seq4which = 0.0;
     const unsigned long long x = ((unsigned long long)seq4which) & 0x3ffffffffLL;
     nsv_ran123_setseq3(s, (uint32_t)(x >> 2), (char)(x & 3));
@@ -318,24 +320,24 @@ static inline nrnran123_State *nrnran123_newstream3(uint32_t id1, uint32_t id2, 
     return nsv_ran123_new(id1, id2, id3);
 }
 static inline void nrnran123_deletestream(nrnran123_State *s) { free(s); }
-static inline void nrnran123_getseq(nrnran123_State *s, uint32_t *seq, char *which) {
+static inline NSV_HD void nrnran123_getseq(nrnran123_State *s, uint32_t *seq, char *which) {
     *seq = s->c[0];
     *which = s->which_;
 }
-static inline void nsv_ran123_getids2(nrnran123_State *s, uint32_t *id1, uint32_t *id2) {
+static inline NSV_HD void nsv_ran123_getids2(nrnran123_State *s, uint32_t *id1, uint32_t *id2) {
     *id1 = s->c[2];
     *id2 = s->c[3];
 }
-static inline void nrnran123_getids3(nrnran123_State *s, uint32_t *id1, uint32_t *id2, uint32_t *id3) {
+static inline NSV_HD void nrnran123_getids3(nrnran123_State *s, uint32_t *id1, uint32_t *id2, uint32_t *id3) {
     *id3 = s->c[1];
     nsv_ran123_getids2(s, id1, id2);
 }
-static inline void nrnran123_setids(nrnran123_State *s, uint32_t id1, uint32_t id2, uint32_t id3) {
+static inline NSV_HD void nrnran123_setids(nrnran123_State *s, uint32_t id1, uint32_t id2, uint32_t id3) {
     s->c[1] = id3;
     s->c[2] = id1;
     s->c[3] = id2;
 }
-static inline uint32_t nrnran123_ipick(nrnran123_State *s) {
+static inline NSV_HD uint32_t nrnran123_ipick(nrnran123_State *s) {
     char which = s->which_;
     const uint32_t r = s->r[(int)which++];
     if (which > 3) {
@@ -346,14 +348,14 @@ static inline uint32_t nrnran123_ipick(nrnran123_State *s) {
     s->which_ = which;
     return r;
 }
-static inline double nrnran123_dblpick(nrnran123_State *s) {
+static inline NSV_HD double nrnran123_dblpick(nrnran123_State *s) {
     return ((double)nrnran123_ipick(s) + 1.0) * (1.0 / 4294967297.0);
 }
-static inline double nsv_ran123_negexp2(nrnran123_State *s, double mean) { return -log(nrnran123_dblpick(s)) * mean; }
-static inline double nsv_ran123_uniform3(nrnran123_State *s, double a, double b) {
+static inline NSV_HD double nsv_ran123_negexp2(nrnran123_State *s, double mean) { return -log(nrnran123_dblpick(s)) * mean; }
+static inline NSV_HD double nsv_ran123_uniform3(nrnran123_State *s, double a, double b) {
     return a + nrnran123_dblpick(s) * (b - a);
 }
-static inline double nsv_ran123_normal3(nrnran123_State *s, double mu, double sigma) {
+static inline NSV_HD double nsv_ran123_normal3(nrnran123_State *s, double mu, double sigma) {
     double w, u1, u2;
     do { /* the polar method, NEURON's */
         u1 = 2. * nrnran123_dblpick(s) - 1.;
@@ -382,6 +384,9 @@ static inline NSV_HD nrnran123_array4x32 nrnran123_iran(uint32_t seq, uint32_t i
 #define nrnran123_uniform(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_uniform3, , nrnran123_dblpick, )(__VA_ARGS__)
 #define nrnran123_normal(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_normal3, , nsv_ran123_normal1, )(__VA_ARGS__)
 #define nsv_ran123_normal1(s) nsv_ran123_normal3((s), 0.0, 1.0)
+#if defined(__CUDACC__)
+static __device__ Object *nsv_dev_no_object __attribute__((unused)); /* the device's vector_pobj's (NSV_DEVICE_MACROS), never a Vector's */
+#endif
 #if defined(__CUDA_ARCH__)
 /* The device's (a point process's C on the GPU loop, nmodl_cuda_verbatim.c): the first error of
  * the type's instances into the ppack's error (device memory, the GPU loop's), which the loop
@@ -425,5 +430,16 @@ static __host__ __device__ inline void nsv_dev_error(const ns_mech_ppack *pp, co
 #define hoc_warning(a, b) printf("neurosolve: %s:%d: %s %s\n", __FILE__, __LINE__, (a) ? (a) : "", (b) ? (b) : "")
 #define exit(n) nsv_dev_error(p, __FILE__, __LINE__, "exit() in VERBATIM C", NULL)
 #define abort() nsv_dev_error(p, __FILE__, __LINE__, "abort() in VERBATIM C", NULL)
+/* A hoc Random or Vector never exists here, so the C that tests its handle first never reaches what
+ * needs one (`if (_p_rng) nrn_random_pick(_p_rng) else exprand(1)`); reached, the device's versions
+ * stop the run as on the CPU loop. They are macros (the entry point's p), which the translator
+ * defines after the C outside the blocks (nmodl_gen_entry.c, NSV_DEVICE_MACROS), so that the
+ * file's own prototypes of them, and those of the headers it includes (ModelDB's misc.h), stay
+ * declarations; so are fprintf to stdout or stderr (the device's printf, whose output reaches the
+ * host's stdout at the launch's end) and fflush (nothing to flush). */
+static __device__ inline double nsv_dev_hoc_only(const ns_mech_ppack *pp, const char *file, int line, const char *what) {
+    nsv_dev_error(pp, file, line, what, "needs NEURON's hoc interpreter, which neurosolve does not have");
+    return 0.0;
+}
 #endif
 #endif
