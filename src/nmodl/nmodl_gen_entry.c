@@ -353,21 +353,27 @@ static void emit_one_wrappers(gen *g) {
     }
 }
 
-/* The device's versions of NEURON's helpers that need the entry point's ppack p (nmodl_verbatim.h,
- * nsv_dev_hoc_only), or that would expand the C library's declarations: after the C outside the
- * blocks, so that its prototypes and the headers it includes (`extern double* vector_vec();` in
- * ModelDB's misc.h) stay declarations; the blocks' C then reaches them */
-static const char NSV_DEVICE_MACROS[] =
+/* NEURON's helpers that need a hoc Random or Vector, which never exists here (nmodl_verbatim.h:
+ * reached, they stop the run), as macros that name the call's .mod line, host (nsv_hoc_only, its
+ * jump) and device (nsv_dev_hoc_only: the entry point's p, its record); and the device's fprintf
+ * to stdout or stderr (its printf, whose output reaches the host's stdout at the launch's end) and
+ * fflush (nothing to flush). After the C outside the blocks, so that its prototypes and those of the
+ * headers it includes (`extern double* vector_vec();` in ModelDB's misc.h) stay declarations, and
+ * its own calls reach the header's functions; the blocks' C reaches these. */
+static const char NSV_AFTER_TOP[] =
     "#if defined(__CUDA_ARCH__)\n"
-    "#define nrn_random_pick(r) nsv_dev_hoc_only(p, __FILE__, __LINE__, \"nrn_random_pick\")\n"
-    "#define vector_capacity(v) ((int)nsv_dev_hoc_only(p, __FILE__, __LINE__, \"vector_capacity\"))\n"
-    "#define vector_vec(v) (nsv_dev_hoc_only(p, __FILE__, __LINE__, \"vector_vec\"), (double *)0)\n"
-    "#define vector_pobj(v) (nsv_dev_hoc_only(p, __FILE__, __LINE__, \"vector_pobj\"), &nsv_dev_no_object)\n"
-    "#define hoc_obj_ref(o) ((void)nsv_dev_hoc_only(p, __FILE__, __LINE__, \"hoc_obj_ref\"))\n"
-    "#define hoc_obj_unref(o) ((void)nsv_dev_hoc_only(p, __FILE__, __LINE__, \"hoc_obj_unref\"))\n"
+    "#define NSV_HOC_ONLY(what) nsv_dev_hoc_only(p, __FILE__, __LINE__, what)\n"
     "#define fprintf(f, ...) printf(__VA_ARGS__)\n"
     "#define fflush(f) (0)\n"
-    "#endif\n";
+    "#else\n"
+    "#define NSV_HOC_ONLY(what) nsv_hoc_only(__FILE__, __LINE__, what)\n"
+    "#endif\n"
+    "#define nrn_random_pick(r) NSV_HOC_ONLY(\"nrn_random_pick\")\n"
+    "#define vector_capacity(v) ((int)NSV_HOC_ONLY(\"vector_capacity\"))\n"
+    "#define vector_vec(v) (NSV_HOC_ONLY(\"vector_vec\"), (double *)0)\n"
+    "#define vector_pobj(v) (NSV_HOC_ONLY(\"vector_pobj\"), nsv_no_object())\n"
+    "#define hoc_obj_ref(o) ((void)NSV_HOC_ONLY(\"hoc_obj_ref\"))\n"
+    "#define hoc_obj_unref(o) ((void)NSV_HOC_ONLY(\"hoc_obj_unref\"))\n";
 
 int nm_emit_header(gen *g) {
     const struct ns_nmodl *m = g->m;
@@ -398,7 +404,7 @@ int nm_emit_header(gen *g) {
     for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++)
         if (nm_emit_verbatim(g, m->verbatim_top->s[i])) return -1;
     g->top = 0;
-    if (m->verbatim) nm_put(b, "%s", NSV_DEVICE_MACROS);
+    if (m->verbatim) nm_put(b, "%s", NSV_AFTER_TOP);
     /* KINETIC blocks next: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
      * and what they call is declared above */
     for (int i = 0; i < m->n_blocks; i++)

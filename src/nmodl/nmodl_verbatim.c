@@ -145,7 +145,8 @@ static int find_block(const struct ns_nmodl *m, const char *s, size_t n) {
 static int type_word(const char *w, size_t n) {
     static const char *const types[] = {"double", "int", "float", "char", "long", "short", "unsigned", "signed",
                                         "void", "size_t", "uint32_t", "int32_t", "uint64_t", "int64_t", "register",
-                                        "static", "const", "extern", "struct", NULL};
+                                        "static", "const", "extern", "struct", "nrnran123_State",
+                                        "nrnran123_array4x32", NULL};
     for (int i = 0; types[i]; i++)
         if (n == strlen(types[i]) && !strncmp(w, types[i], n)) return 1;
     return 0;

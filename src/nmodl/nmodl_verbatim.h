@@ -161,16 +161,21 @@ static inline NSV_HD double hoc_Exp(double x) {
 #endif
     return exp(x);
 }
-/* a hoc Random object: none exists here (only hoc creates them), so a
- * file's `if (_p_rng) nrn_random_pick(_p_rng) else ...` takes its else */
-static inline double nrn_random_pick(void *r) { /* a function: files declare its prototype */
+/* A hoc Random or Vector: none exists here (only hoc creates them), so a file's `if (_p_rng)
+ * nrn_random_pick(_p_rng) else exprand(1)` takes its else, and VecStim's `vv = *((void **)(&space));
+ * if (vv) { size = vector_capacity(vv); ... }` too, as NEURON's does until hoc gives a Vector; and
+ * its DESTRUCTOR's `if (vv) hoc_obj_unref(*vector_pobj(vv));`. Functions (files declare their
+ * prototypes, C outside the blocks may call them), which stop the run where reached; the blocks'
+ * C reaches them through macros that name its .mod line (nmodl_gen_entry.c, NSV_AFTER_TOP: after
+ * the C outside the blocks), host and device (nsv_dev_hoc_only, below). */
+static inline NSV_HD Object **nsv_no_object(void) { /* the device has its own */
+    static Object *none = NULL;
+    return &none;
+}
+static inline double nrn_random_pick(void *r) {
     (void)r;
     return nsv_hoc_only(__FILE__, __LINE__, "nrn_random_pick");
 }
-/* NEURON's Vector access (ivocvect.h): a Vector reaches the C only through hoc (VecStim's play(),
- * a PROCEDURE only hoc calls, left out), so a file's `vv = *((void **)(&space)); if (vv) {
- * size = vector_capacity(vv); ... }` takes its else, as NEURON's does until hoc gives a Vector;
- * functions (files declare their prototypes), which stop the run where reached */
 static inline int vector_capacity(void *v) {
     (void)v;
     return (int)nsv_hoc_only(__FILE__, __LINE__, "vector_capacity");
@@ -180,13 +185,10 @@ static inline double *vector_vec(void *v) {
     nsv_hoc_only(__FILE__, __LINE__, "vector_vec");
     return NULL;
 }
-/* hoc's reference counts of the Vector (VecStim's DESTRUCTOR: `if (vv) hoc_obj_unref(*vector_pobj(vv));`,
- * reached only where hoc gave a Vector): functions that stop the run where reached */
 static inline Object **vector_pobj(void *v) {
-    static Object *none = NULL;
     (void)v;
     nsv_hoc_only(__FILE__, __LINE__, "vector_pobj");
-    return &none;
+    return nsv_no_object();
 }
 static inline void hoc_obj_ref(Object *o) {
     (void)o;
@@ -384,9 +386,6 @@ static inline NSV_HD nrnran123_array4x32 nrnran123_iran(uint32_t seq, uint32_t i
 #define nrnran123_uniform(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_uniform3, , nrnran123_dblpick, )(__VA_ARGS__)
 #define nrnran123_normal(...) NSV_ARGN(__VA_ARGS__, , nsv_ran123_normal3, , nsv_ran123_normal1, )(__VA_ARGS__)
 #define nsv_ran123_normal1(s) nsv_ran123_normal3((s), 0.0, 1.0)
-#if defined(__CUDACC__)
-static __device__ Object *nsv_dev_no_object __attribute__((unused)); /* the device's vector_pobj's (NSV_DEVICE_MACROS), never a Vector's */
-#endif
 #if defined(__CUDA_ARCH__)
 /* The device's (a point process's C on the GPU loop, nmodl_cuda_verbatim.c): the first error of
  * the type's instances into the ppack's error (device memory, the GPU loop's), which the loop
@@ -430,13 +429,8 @@ static __host__ __device__ inline void nsv_dev_error(const ns_mech_ppack *pp, co
 #define hoc_warning(a, b) printf("neurosolve: %s:%d: %s %s\n", __FILE__, __LINE__, (a) ? (a) : "", (b) ? (b) : "")
 #define exit(n) nsv_dev_error(p, __FILE__, __LINE__, "exit() in VERBATIM C", NULL)
 #define abort() nsv_dev_error(p, __FILE__, __LINE__, "abort() in VERBATIM C", NULL)
-/* A hoc Random or Vector never exists here, so the C that tests its handle first never reaches what
- * needs one (`if (_p_rng) nrn_random_pick(_p_rng) else exprand(1)`); reached, the device's versions
- * stop the run as on the CPU loop. They are macros (the entry point's p), which the translator
- * defines after the C outside the blocks (nmodl_gen_entry.c, NSV_DEVICE_MACROS), so that the
- * file's own prototypes of them, and those of the headers it includes (ModelDB's misc.h), stay
- * declarations; so are fprintf to stdout or stderr (the device's printf, whose output reaches the
- * host's stdout at the launch's end) and fflush (nothing to flush). */
+/* The device's stop where a hoc Random or Vector is needed (NSV_AFTER_TOP's macros: nrn_random_pick
+ * and the Vector calls above, reached only where the C found a handle, which hoc never gave here) */
 static __device__ inline double nsv_dev_hoc_only(const ns_mech_ppack *pp, const char *file, int line, const char *what) {
     nsv_dev_error(pp, file, line, what, "needs NEURON's hoc interpreter, which neurosolve does not have");
     return 0.0;
