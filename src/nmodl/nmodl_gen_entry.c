@@ -356,7 +356,7 @@ static void emit_one_wrappers(gen *g) {
 /* NEURON's helpers that need a hoc Random or Vector, which never exists here (nmodl_verbatim.h:
  * reached, they stop the run), as macros that name the call's .mod line, host (nsv_hoc_only, its
  * jump) and device (nsv_dev_hoc_only: the entry point's p, its record); and the device's fprintf
- * to stdout or stderr (its printf, whose output reaches the host's stdout at the launch's end) and
+ * to stdout or stderr (its printf: standard output, when the host next synchronises) and
  * fflush (nothing to flush). After the C outside the blocks, so that its prototypes and those of the
  * headers it includes (`extern double* vector_vec();` in ModelDB's misc.h) stay declarations, and
  * its own calls reach the header's functions; the blocks' C reaches these. */
