@@ -36,7 +36,10 @@ static const char *const C_WORDS[] = {
     "if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case", "default", "goto", "sizeof",
     "double", "float", "int", "long", "short", "unsigned", "signed", "char", "void", "const", "volatile", "register",
     "inline", "struct", "union", "enum", "typedef", "size_t", "uint32_t", "int32_t", "uint64_t", "int64_t", "uint8_t",
-    "int8_t", "uint16_t", "int16_t", "bool", "true", "false", "NULL", "printf", NULL};
+    "int8_t", "uint16_t", "int16_t", "bool", "true", "false", "NULL", "printf",
+    /* fprintf to stdout or stderr, fflush: the device's printf, a no-op (nmodl_verbatim.h); a FILE of the C's
+     * own is host C (FILE, fopen: no device version) */
+    "fprintf", "stdout", "stderr", "fflush", NULL};
 static const char *const C_MATH[] = {
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sqrt", "cbrt", "hypot", "fabs", "abs", "floor",
     "ceil", "round", "trunc", "rint", "lround", "fmod", "remainder", "fmin", "fmax", "fdim", "fma", "sin", "cos",
@@ -46,11 +49,19 @@ static const char *const C_MATH[] = {
 /* NEURON's helpers with a device version (nmodl_verbatim.h's NSV_HD), and the translator's names */
 static const char *const DEVICE_HELPERS[] = {
     "hoc_Exp", "nrnRan4int", "nrnRan4dbl", "nrnran123_iran", "nrnran123_iran3", "nrnran123_array4x32", "nrn_ghk",
-    "_threadargs_", "_threadargscomma_", "_threadargsproto_", "_threadargsprotocomma_", "_nt", "nrn_threads", "t",
+    /* a Random123 stream's state where it is (CoreNEURON's per-instance streams on the device); making and
+     * freeing one (nrnran123_newstream, _deletestream) is host memory */
+    "nrnran123_State", "nrnran123_setseq", "nrnran123_getseq", "nrnran123_getids", "nrnran123_getids3",
+    "nrnran123_setids", "nrnran123_ipick", "nrnran123_dblpick", "nrnran123_negexp", "nrnran123_uniform",
+    "nrnran123_normal", "_threadargs_", "_threadargscomma_", "_threadargsproto_", "_threadargsprotocomma_", "_nt", "nrn_threads", "t",
     "dt", "celsius", "v", NULL};
 
-/* what records an error on the device (nmodl_verbatim.h's nsv_dev_error; hoc_warning only prints) */
-static const char *const FAILS[] = {"hoc_execerror", "hoc_execerr_ext", "exit", "abort", NULL};
+/* what records an error on the device (nmodl_verbatim.h's nsv_dev_error; hoc_warning only prints): also
+ * what needs a hoc Random or Vector, which never exists here (the C tests its handle first: reached,
+ * it stops the run, as on the CPU loop) */
+static const char *const FAILS[] = {"hoc_execerror", "hoc_execerr_ext", "exit", "abort", "nrn_random_pick",
+                                    "vector_capacity", "vector_vec", "vector_pobj", "hoc_obj_ref", "hoc_obj_unref",
+                                    NULL};
 static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
 /* whether C text c names one of FAILS anywhere (preprocessor lines too; a comment may say so
  * needlessly: the loop then reads a word it need not) */
@@ -141,6 +152,8 @@ static const char *cname(const nm_cident *id, char *buf, size_t n) {
 /* why the name at id keeps the C off the device (NULL: it may run there) */
 static const char *not_on_device(dcheck *dc, const nm_cident *id) {
     const struct ns_nmodl *m = dc->m;
+    if (dc->top && (is(id, "fprintf") || is(id, "fflush"))) /* the device's are defined after that C */
+        return "is host C in C outside the blocks (the device's printf reaches only the blocks' C)";
     if (id->member || in_list(id, C_WORDS) || in_list(id, C_MATH) || in_list(id, DEVICE_HELPERS)) return NULL;
     if (in_list(id, FAILS) || is(id, "hoc_warning")) /* the ppack's error, read after each interval */
         return dc->top || dc->own_p ? "needs the entry point's ppack p (C outside the blocks, or C that declares "
@@ -160,9 +173,11 @@ static const char *not_on_device(dcheck *dc, const nm_cident *id) {
         return NULL; /* the instance's stream 0, as in NMODL statements (nmodl_random.h: host and device) */
     char nm[128];
     cname(id, nm, sizeof nm);
-    if (!strncmp(nm, "_p_", 3) && nm[3]) {
+    if (!strncmp(nm, "_p_", 3) && nm[3]) { /* a POINTER's address, or a void * in the instance's field (a
+                                             * BBCOREPOINTER, a slot the C writes): 0 until C that the device
+                                             * runs sets it, as the GPU loop runs no host C of the mechanism */
         const var *v = nm_find_var(m, nm + 3);
-        return v && v->cls == V_POINTER ? NULL : "is a BBCOREPOINTER's handle, which is host memory";
+        return v && (v->cls == V_POINTER || (v->cls == V_ASSIGNED && !v->size)) ? NULL : "has no device version";
     }
     if (!strncmp(nm, "_ion_", 5) && nm[5]) return NULL; /* checked by nm_verbatim_check */
     const block *b = nm_find_block(m, nm);

@@ -353,6 +353,28 @@ static void emit_one_wrappers(gen *g) {
     }
 }
 
+/* NEURON's helpers that need a hoc Random or Vector, which never exists here (nmodl_verbatim.h:
+ * reached, they stop the run), as macros that name the call's .mod line, host (nsv_hoc_only, its
+ * jump) and device (nsv_dev_hoc_only: the entry point's p, its record); and the device's fprintf
+ * to stdout or stderr (its printf: standard output, when the host next synchronises) and
+ * fflush (nothing to flush). After the C outside the blocks, so that its prototypes and those of the
+ * headers it includes (`extern double* vector_vec();` in ModelDB's misc.h) stay declarations, and
+ * its own calls reach the header's functions; the blocks' C reaches these. */
+static const char NSV_AFTER_TOP[] =
+    "#if defined(__CUDA_ARCH__)\n"
+    "#define NSV_HOC_ONLY(what) nsv_dev_hoc_only(p, __FILE__, __LINE__, what)\n"
+    "#define fprintf(f, ...) printf(__VA_ARGS__)\n"
+    "#define fflush(f) (0)\n"
+    "#else\n"
+    "#define NSV_HOC_ONLY(what) nsv_hoc_only(__FILE__, __LINE__, what)\n"
+    "#endif\n"
+    "#define nrn_random_pick(r) NSV_HOC_ONLY(\"nrn_random_pick\")\n"
+    "#define vector_capacity(v) ((int)NSV_HOC_ONLY(\"vector_capacity\"))\n"
+    "#define vector_vec(v) (NSV_HOC_ONLY(\"vector_vec\"), (double *)0)\n"
+    "#define vector_pobj(v) (NSV_HOC_ONLY(\"vector_pobj\"), nsv_no_object())\n"
+    "#define hoc_obj_ref(o) ((void)NSV_HOC_ONLY(\"hoc_obj_ref\"))\n"
+    "#define hoc_obj_unref(o) ((void)NSV_HOC_ONLY(\"hoc_obj_unref\"))\n";
+
 int nm_emit_header(gen *g) {
     const struct ns_nmodl *m = g->m;
     buf *b = g->b;
@@ -364,11 +386,25 @@ int nm_emit_header(gen *g) {
         nm_put(b, ";\n");
     }
     nm_put(b, "\n");
-    /* VERBATIM C outside the blocks, in file order, after the prototypes (as nocmodl places it) */
+    /* VERBATIM C outside the blocks, in file order, after the prototypes (as nocmodl places it). Its
+     * variables are the C unit's (host storage, which the device's C never uses: nmodl_cuda_verbatim.c);
+     * in the CUDA unit, whose copies nothing runs, they get names of their own, or the library would
+     * define them twice (vecst.mod's `int *iscr=0x0;`) */
+    int renames = 0;
+    for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++) {
+        const st *s = m->verbatim_top->s[i];
+        nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+        nm_cident id;
+        while (s->kind == ST_VERBATIM && nm_c_next_file_var(s->name, &sc, &id))
+            nm_put(b, "%s#define %.*s nsvcu_%.*s\n", renames++ ? "" : "#if defined(__CUDACC__)\n", (int)id.n, id.s,
+                   (int)id.n, id.s);
+    }
+    if (renames) nm_put(b, "#endif\n");
     g->top = 1;
     for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++)
         if (nm_emit_verbatim(g, m->verbatim_top->s[i])) return -1;
     g->top = 0;
+    if (m->verbatim) nm_put(b, "%s", NSV_AFTER_TOP);
     /* KINETIC blocks next: a PROCEDURE or FUNCTION may SOLVE one STEADYSTATE (cabpump.mod's ss()),
      * and what they call is declared above */
     for (int i = 0; i < m->n_blocks; i++)

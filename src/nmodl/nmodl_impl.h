@@ -333,6 +333,9 @@ typedef struct nm_cscan {
     int line, depth, member, bol;
 } nm_cscan; /* start as {text, 0, 0, 0, 0, 1} */
 int nm_cscan_next(nm_cscan *sc, nm_cident *id); /* 1: *id is the next name; 0: the end */
+/* the next variable that C c (outside the blocks) defines at file scope with external linkage (not
+ * static, extern, const or typedef; no function or parameter): 1 and *id, 0 at the end */
+int nm_c_next_file_var(const char *c, nm_cscan *sc, nm_cident *id);
 /* after the parse: sets m->verbatim, leaves out (block.hoc_only) the FUNCTIONs and
  * PROCEDUREs that only hoc could call, refuses the rest of what has no meaning here */
 ns_status nm_verbatim_check(struct ns_nmodl *m);

@@ -145,7 +145,8 @@ static int find_block(const struct ns_nmodl *m, const char *s, size_t n) {
 static int type_word(const char *w, size_t n) {
     static const char *const types[] = {"double", "int", "float", "char", "long", "short", "unsigned", "signed",
                                         "void", "size_t", "uint32_t", "int32_t", "uint64_t", "int64_t", "register",
-                                        "static", "const", "extern", "struct", NULL};
+                                        "static", "const", "extern", "struct", "nrnran123_State",
+                                        "nrnran123_array4x32", NULL};
     for (int i = 0; types[i]; i++)
         if (n == strlen(types[i]) && !strncmp(w, types[i], n)) return 1;
     return 0;
@@ -260,6 +261,11 @@ char *nm_c_unprototype(const struct ns_nmodl *m, const char *c, nm_arena *a) {
         if (e >= len || c[e] != ';') continue; /* a definition or a call */
         size_t b = (size_t)(id.s - c);
         while (b > 0 && c[b - 1] != ';' && c[b - 1] != '{' && c[b - 1] != '}') b--;
+        for (;;) { /* not the preprocessor lines before it (`#ifndef NRN_VERSION_GTEQ_8_2_0`) */
+            while (blank(c[b])) b++;
+            if (c[b] != '#') break;
+            while (c[b] && c[b] != '\n') b += c[b] == '\\' && c[b + 1] == '\n' ? 2 : 1;
+        }
         for (size_t q = b; q <= e; q++)
             if (out[q] != '\n') out[q] = ' ';
     }
@@ -636,6 +642,19 @@ static int static_state(const st *s, int top, char *why, size_t n) {
                      "safe without THREADSAFE)", s->file, s->file_line + id.line, (int)id.n, id.s);
         }
         return 1;
+    }
+    return 0;
+}
+int nm_c_next_file_var(const char *c, nm_cscan *sc, nm_cident *id) {
+    while (nm_cscan_next(sc, id)) {
+        if (id->member || id->depth != 0 || id->call || type_word(id->s, id->n) || !nm_c_declares(c, id)) continue;
+        const char *b = stmt_start(c, id->s), *e = id->s;
+        int paren = 0;
+        for (const char *q = b; q < id->s; q++) paren += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+        while (*e && *e != ';' && *e != '{' && *e != '(' && *e != '=') e++;
+        if (!paren && *e != '(' && *e != '{' && !has_word(b, e, "static") && !has_word(b, e, "extern") &&
+            !has_word(b, e, "const") && !has_word(b, e, "typedef"))
+            return 1;
     }
     return 0;
 }

@@ -161,16 +161,21 @@ static inline NSV_HD double hoc_Exp(double x) {
 #endif
     return exp(x);
 }
-/* a hoc Random object: none exists here (only hoc creates them), so a
- * file's `if (_p_rng) nrn_random_pick(_p_rng) else ...` takes its else */
-static inline double nrn_random_pick(void *r) { /* a function: files declare its prototype */
+/* A hoc Random or Vector: none exists here (only hoc creates them), so a file's `if (_p_rng)
+ * nrn_random_pick(_p_rng) else exprand(1)` takes its else, and VecStim's `vv = *((void **)(&space));
+ * if (vv) { size = vector_capacity(vv); ... }` too, as NEURON's does until hoc gives a Vector; and
+ * its DESTRUCTOR's `if (vv) hoc_obj_unref(*vector_pobj(vv));`. Functions (files declare their
+ * prototypes, C outside the blocks may call them), which stop the run where reached; the blocks'
+ * C reaches them through macros that name its .mod line (nmodl_gen_entry.c, NSV_AFTER_TOP: after
+ * the C outside the blocks), host and device (nsv_dev_hoc_only, below). */
+static inline NSV_HD Object **nsv_no_object(void) { /* the device has its own */
+    static Object *none = NULL;
+    return &none;
+}
+static inline double nrn_random_pick(void *r) {
     (void)r;
     return nsv_hoc_only(__FILE__, __LINE__, "nrn_random_pick");
 }
-/* NEURON's Vector access (ivocvect.h): a Vector reaches the C only through hoc (VecStim's play(),
- * a PROCEDURE only hoc calls, left out), so a file's `vv = *((void **)(&space)); if (vv) {
- * size = vector_capacity(vv); ... }` takes its else, as NEURON's does until hoc gives a Vector;
- * functions (files declare their prototypes), which stop the run where reached */
 static inline int vector_capacity(void *v) {
     (void)v;
     return (int)nsv_hoc_only(__FILE__, __LINE__, "vector_capacity");
@@ -180,13 +185,10 @@ static inline double *vector_vec(void *v) {
     nsv_hoc_only(__FILE__, __LINE__, "vector_vec");
     return NULL;
 }
-/* hoc's reference counts of the Vector (VecStim's DESTRUCTOR: `if (vv) hoc_obj_unref(*vector_pobj(vv));`,
- * reached only where hoc gave a Vector): functions that stop the run where reached */
 static inline Object **vector_pobj(void *v) {
-    static Object *none = NULL;
     (void)v;
     nsv_hoc_only(__FILE__, __LINE__, "vector_pobj");
-    return &none;
+    return nsv_no_object();
 }
 static inline void hoc_obj_ref(Object *o) {
     (void)o;
@@ -283,7 +285,9 @@ static inline uint32_t mcell_iran4(uint32_t *high) { return nrnRan4int(high, nsv
 /* nrnran123: a stream is Philox4x32-10 (nmodl_random.h) of the counter
  * {seq, id3, id1, id2} under the key {global index 0, 0}, four 32-bit
  * values per counter, as NEURON's nrnran123.cpp; NEURON 9's overloads by
- * argument count as macros */
+ * argument count as macros. What works on a stream's state is host and
+ * device code (NSV_HD: a stream where the device's C has it, CoreNEURON's
+ * per-instance streams); making and freeing one is host memory. */
 typedef struct nrnran123_State {
     uint32_t c[4], r[4];
     char which_;
@@ -291,17 +295,17 @@ typedef struct nrnran123_State {
 typedef struct nrnran123_array4x32 {
     uint32_t v[4];
 } nrnran123_array4x32;
-static inline void nsv_ran123_fill(nrnran123_State *s) {
+static inline NSV_HD void nsv_ran123_fill(nrnran123_State *s) {
     static const uint32_t key[2] = {0, 0};
     memcpy(s->r, s->c, sizeof s->r);
     nsm_philox4x32(s->r, key);
 }
-static inline void nsv_ran123_setseq3(nrnran123_State *s, uint32_t seq, char which) {
+static inline NSV_HD void nsv_ran123_setseq3(nrnran123_State *s, uint32_t seq, char which) {
     s->which_ = which > 3 || which < 0 ? 0 : which;
     s->c[0] = seq;
     nsv_ran123_fill(s);
 }
-static inline void nsv_ran123_setseq2(nrnran123_State *s, double seq4which) {
+static inline NSV_HD void nsv_ran123_setseq2(nrnran123_State *s, double seq4which) {
     if (seq4which < 0.0 || seq4which > (double)0xffffffffffLL) seq4which = 0.0;
     const unsigned long long x = ((unsigned long long)seq4which) & 0x3ffffffffLL;
     nsv_ran123_setseq3(s, (uint32_t)(x >> 2), (char)(x & 3));
@@ -318,24 +322,24 @@ static inline nrnran123_State *nrnran123_newstream3(uint32_t id1, uint32_t id2, 
     return nsv_ran123_new(id1, id2, id3);
 }
 static inline void nrnran123_deletestream(nrnran123_State *s) { free(s); }
-static inline void nrnran123_getseq(nrnran123_State *s, uint32_t *seq, char *which) {
+static inline NSV_HD void nrnran123_getseq(nrnran123_State *s, uint32_t *seq, char *which) {
     *seq = s->c[0];
     *which = s->which_;
 }
-static inline void nsv_ran123_getids2(nrnran123_State *s, uint32_t *id1, uint32_t *id2) {
+static inline NSV_HD void nsv_ran123_getids2(nrnran123_State *s, uint32_t *id1, uint32_t *id2) {
     *id1 = s->c[2];
     *id2 = s->c[3];
 }
-static inline void nrnran123_getids3(nrnran123_State *s, uint32_t *id1, uint32_t *id2, uint32_t *id3) {
+static inline NSV_HD void nrnran123_getids3(nrnran123_State *s, uint32_t *id1, uint32_t *id2, uint32_t *id3) {
     *id3 = s->c[1];
     nsv_ran123_getids2(s, id1, id2);
 }
-static inline void nrnran123_setids(nrnran123_State *s, uint32_t id1, uint32_t id2, uint32_t id3) {
+static inline NSV_HD void nrnran123_setids(nrnran123_State *s, uint32_t id1, uint32_t id2, uint32_t id3) {
     s->c[1] = id3;
     s->c[2] = id1;
     s->c[3] = id2;
 }
-static inline uint32_t nrnran123_ipick(nrnran123_State *s) {
+static inline NSV_HD uint32_t nrnran123_ipick(nrnran123_State *s) {
     char which = s->which_;
     const uint32_t r = s->r[(int)which++];
     if (which > 3) {
@@ -346,14 +350,14 @@ static inline uint32_t nrnran123_ipick(nrnran123_State *s) {
     s->which_ = which;
     return r;
 }
-static inline double nrnran123_dblpick(nrnran123_State *s) {
+static inline NSV_HD double nrnran123_dblpick(nrnran123_State *s) {
     return ((double)nrnran123_ipick(s) + 1.0) * (1.0 / 4294967297.0);
 }
-static inline double nsv_ran123_negexp2(nrnran123_State *s, double mean) { return -log(nrnran123_dblpick(s)) * mean; }
-static inline double nsv_ran123_uniform3(nrnran123_State *s, double a, double b) {
+static inline NSV_HD double nsv_ran123_negexp2(nrnran123_State *s, double mean) { return -log(nrnran123_dblpick(s)) * mean; }
+static inline NSV_HD double nsv_ran123_uniform3(nrnran123_State *s, double a, double b) {
     return a + nrnran123_dblpick(s) * (b - a);
 }
-static inline double nsv_ran123_normal3(nrnran123_State *s, double mu, double sigma) {
+static inline NSV_HD double nsv_ran123_normal3(nrnran123_State *s, double mu, double sigma) {
     double w, u1, u2;
     do { /* the polar method, NEURON's */
         u1 = 2. * nrnran123_dblpick(s) - 1.;
@@ -425,5 +429,11 @@ static __host__ __device__ inline void nsv_dev_error(const ns_mech_ppack *pp, co
 #define hoc_warning(a, b) printf("neurosolve: %s:%d: %s %s\n", __FILE__, __LINE__, (a) ? (a) : "", (b) ? (b) : "")
 #define exit(n) nsv_dev_error(p, __FILE__, __LINE__, "exit() in VERBATIM C", NULL)
 #define abort() nsv_dev_error(p, __FILE__, __LINE__, "abort() in VERBATIM C", NULL)
+/* The device's stop where a hoc Random or Vector is needed (NSV_AFTER_TOP's macros: nrn_random_pick
+ * and the Vector calls above, reached only where the C found a handle, which hoc never gave here) */
+static __device__ inline double nsv_dev_hoc_only(const ns_mech_ppack *pp, const char *file, int line, const char *what) {
+    nsv_dev_error(pp, file, line, what, "needs NEURON's hoc interpreter, which neurosolve does not have");
+    return 0.0;
+}
 #endif
 #endif

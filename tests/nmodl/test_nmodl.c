@@ -159,7 +159,19 @@ static void verbatim_emit(void) {
         const char *top, *body, *why; /* C outside the blocks, f's C; NULL: device C */
     } cases[] = {
         {"", "uint32_t k = 3;\n  _lf = hoc_Exp(_la) + exp(g) + nrnRan4dbl(&k, 1);", NULL},
-        {"", "_lf = 1;\n  fprintf(stderr, \"x\");", "vb.mod:8: VERBATIM C uses fprintf, which has no device version"},
+        {"", "_lf = 1;\n  fprintf(stderr, \"x %g\", _la);\n  fflush(stdout);", NULL}, /* the device's printf */
+        {"", "FILE *fp = stdout;\n  _lf = 1;\n  fprintf(fp, \"x\");", "vb.mod:7: VERBATIM C uses FILE, which has no device version"},
+        {"static void say(double a) { fprintf(stderr, \"%g\", a); }", "say(_la);\n  _lf = 1;",
+         "vb.mod:3: VERBATIM C uses fprintf, which is host C in C outside the blocks"},
+        /* a hoc Random never exists: reached, the pick stops the run (a prototype of it stays one) */
+        {"extern double nrn_random_pick(void *r);", "_lf = g > 0 ? 1 : nrn_random_pick((void *)0);", NULL},
+        {"static double pk(void) { return nrn_random_pick((void *)0); }", "_lf = pk();",
+         "vb.mod:3: VERBATIM C uses nrn_random_pick, which needs the entry point's ppack p"},
+        /* a Random123 stream's state on the device; making one is host memory */
+        {"", "nrnran123_State s_ = {{0, 0, 0, 0}, {0, 0, 0, 0}, 0};\n  nrnran123_setseq(&s_, 3, 0);\n"
+             "  _lf = nrnran123_dblpick(&s_) + nrnran123_normal(&s_, 0.0, 1.0);", NULL},
+        {"", "nrnran123_State *s_ = nrnran123_newstream(1, 2);\n  _lf = 1;",
+         "vb.mod:7: VERBATIM C uses nrnran123_newstream, which has no device version"},
         {"", "if (_la < 0) hoc_execerror(\"f\", 0);\n", NULL}, /* the ppack's error channel, density too */
         {"static void chk(double a) { if (a < 0) hoc_execerror(\"f\", 0); }", "chk(_la);\n  _lf = 1;",
          "vb.mod:3: VERBATIM C uses hoc_execerror, which needs the entry point's ppack p"},
@@ -185,6 +197,20 @@ static void verbatim_emit(void) {
                       "case %zu: %s", k, ns_last_error());
         ns_nmodl_free(cu);
         ns_nmodl_destroy(m);
+    }
+    /* the variables of C outside the blocks: the CUDA unit's copies renamed (the library would define
+     * them twice: vecst.mod's iscr); after that C, the device's macros (its prototypes stay ones) */
+    {
+        static const char top[] =
+            "NEURON { SUFFIX vb }\nVERBATIM\nextern double nrn_random_pick(void *r);\nint *scr = 0x0;\n"
+            "static int keep;\nunsigned int scrsz = 0, n2;\nconst int k3 = 3;\ntypedef int tint;\n"
+            "static int *grow(int n) { (void)n; return scr; }\nENDVERBATIM\nINITIAL { }\n";
+        const char *th = emit(top, NS_NMODL_HEADER);
+        const char *r = strstr(th, "#if defined(__CUDACC__)\n#define scr nsvcu_scr\n#define scrsz nsvcu_scrsz\n"
+                                   "#define n2 nsvcu_n2\n#endif\n");
+        const char *proto = strstr(th, "extern double nrn_random_pick(void *r);");
+        const char *mac = strstr(th, "#define nrn_random_pick(r) NSV_HOC_ONLY(\"nrn_random_pick\")");
+        CHECK_MSG(r && proto && mac && r < proto && proto < mac, "%s", th ? th : "");
     }
     /* the entry points run under the error channel (ABI 5); a static function is no state */
     const char *c = emit(mod, NS_NMODL_C);
@@ -231,7 +257,8 @@ int main(void) {
     all_files(MECH_DIR "/electrode");
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
-    CHECK(n_files == 52); /* neuron, bbp, test, kinetic, electrode, events, hoc (verbatim: host C, verbatim_emit) */
+    all_files(NS_TEST_DATA "/nmodl_gpu");
+    CHECK(n_files == 53); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();

@@ -6,9 +6,13 @@
  * ppack's device addresses) and on the host (init, current, state), then compared:
  * fields, node sums and ion sums within 1e-9 relative (the device's exp and
  * pow differ from glibc's in the last bit); pas's d and rhs bit for bit (no
- * exp: the device's slope is the division's double). Skips (77) without a CUDA build,
- * a GPU or nvcc. `bash bench/grid.sh check` runs it on a GPU host (and under
- * compute-sanitizer memcheck). */
+ * exp: the device's slope is the division's double). Also tests/data/nmodl_gpu (VERBATIM C
+ * that real files write: nrn_random_pick behind a POINTER slot that the C writes, VecStim's
+ * Vector calls behind a BBCOREPOINTER, nrnran123 state functions, fprintf, variables of the C
+ * outside the blocks), and that its nrn_random_pick, reached, stops the run on both (the same
+ * message and .mod line). Skips (77) without a CUDA build, a GPU or nvcc; without a GPU it
+ * builds tests/data/nmodl_gpu with nvcc first (CI's compile check), then skips. `bash
+ * bench/grid.sh check` runs it on a GPU host (and under compute-sanitizer memcheck). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <math.h>
@@ -31,6 +35,8 @@ int main(void) { CHECK_SKIP("built without CUDA"); }
 #endif
 
 #define MECH_DIR NS_TEST_DATA "/../../data/mechanisms"
+#define GPU_DIR NS_TEST_DATA "/nmodl_gpu"
+#define PICK_LINE 85 /* vbgpu.mod's nrn_random_pick */
 #define N 4096     /* instances */
 #define NODES 1024 /* point processes: 4 per node */
 #define STEPS 5
@@ -258,9 +264,51 @@ static int compare(const ns_mech_desc *d) {
     return 0;
 }
 
+/* vbgpu with force 1 on instance 3: INITIAL sets its POINTER slot as hoc's setrand() would, and the
+ * BREAKPOINT's nrn_random_pick then stops the run, on the host (its jump back) and on the device (its
+ * record, read after the launch), with the same message at the same .mod line */
+static int pick_stops(const ns_mech_desc *d) {
+    enum { M = 8 };
+    const int nf = d->n_fields;
+    double f[64 * M], v[M], rhs[M] = {0}, dd[M] = {0}, glob[16] = {0}, *fp[64], *dfp[64];
+    int force = -1;
+    if (nf > 64 || d->n_globals > 15) return -1;
+    for (int k = 0; k < d->n_globals; ++k) glob[k] = d->global_defaults[k];
+    for (int k = 0; k < nf; ++k) {
+        fp[k] = f + k * M;
+        for (int i = 0; i < M; ++i) fp[k][i] = d->field_defaults[k];
+        if (!strcmp(d->field_names[k], "force")) force = k;
+    }
+    CHECK(force >= 0);
+    if (force < 0) return 0;
+    fp[force][3] = 1.0;
+    for (int i = 0; i < M; ++i) v[i] = -65.0 + i;
+    double *d_f = dalloc_copy(f, sizeof f), *d_v = dalloc_copy(v, sizeof v), *d_rhs = dalloc_copy(rhs, sizeof rhs);
+    double *d_d = dalloc_copy(dd, sizeof dd), *d_glob = dalloc_copy(glob, sizeof glob);
+    for (int k = 0; k < nf; ++k) dfp[k] = d_f + k * M;
+    double **d_fp = dalloc_copy(dfp, sizeof(double *) * (size_t)nf);
+    ns_mech_error he = {0}, ge = {0}, *d_err = dalloc_copy(&ge, sizeof ge);
+    if (!d_f || !d_v || !d_rhs || !d_d || !d_glob || !d_fp || !d_err) return -1;
+    ns_mech_ppack hp = {M, 0, NULL, 0.0, 0.025, 34.0, v, rhs, dd, NULL, fp, glob, NULL, NULL, NULL, NULL, NULL};
+    ns_mech_ppack dp = {M, 0, NULL, 0.0, 0.025, 34.0, d_v, d_rhs, d_d, NULL, d_fp, d_glob, NULL, NULL, NULL, NULL, NULL};
+    hp.error = &he;
+    dp.error = d_err;
+    d->init(&hp);
+    d->current(&hp);
+    CHECK(d->cuda_init(&dp, NULL) == 0 && d->cuda_current(&dp, NULL) == 0);
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemcpy(&ge, d_err, sizeof ge, cudaMemcpyDeviceToHost));
+    printf("vbgpu's pick: host %s:%d: %s; device %s:%d: %s\n", he.file, he.line, he.msg, ge.file, ge.line, ge.msg);
+    CHECK_MSG(he.set == 1 && he.line == PICK_LINE && strstr(he.msg, "nrn_random_pick") && strstr(he.file, "vbgpu.mod"),
+              "host: %d %s:%d: %s", he.set, he.file, he.line, he.msg);
+    CHECK_MSG(ge.set == 1 && ge.line == he.line && !strcmp(ge.msg, he.msg) && strstr(ge.file, "vbgpu.mod"),
+              "device: %d %s:%d: %s", ge.set, ge.file, ge.line, ge.msg);
+    void *all[] = {d_f, d_v, d_rhs, d_d, d_glob, d_fp, d_err};
+    for (size_t k = 0; k < sizeof all / sizeof *all; ++k) cudaFree(all[k]);
+    return 0;
+}
+
 int main(void) {
-    int devices = 0;
-    if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) CHECK_SKIP("no GPU");
 #ifndef NS_NVCC
     CHECK_SKIP("no nvcc path");
 #else
@@ -268,11 +316,20 @@ int main(void) {
     ns_mechanisms_build_options o = {0};
     o.nvcc = NS_NVCC;
     o.cuda_arch = NS_CUDA_ARCH;
-    const char *dirs[5] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
-                           MECH_DIR "/electrode"};
-    const char *names[5] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so"};
+    enum { N_DIRS = 6 };
+    const char *dirs[N_DIRS] = {GPU_DIR, MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
+                                MECH_DIR "/electrode"};
+    const char *names[N_DIRS] = {"libnmodl_gpu.so", "libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so",
+                                 "libelectrode.so"};
+    int devices = 0;
+    if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) { /* CI: nvcc, no GPU: nvcc's build alone */
+        CHECK_OK(ns_mechanisms_build(dirs[0], tmp(names[0]), &o));
+        tmpdir_remove();
+        if (check_failures) return check_summary("test_nmodl_cuda");
+        CHECK_SKIP("no GPU (tests/data/nmodl_gpu built with nvcc for " NS_CUDA_ARCH ", not run)");
+    }
     int n_mech = 0;
-    for (int k = 0; k < 5; ++k) {
+    for (int k = 0; k < N_DIRS; ++k) {
         char *lib = tmp(names[k]);
         CHECK_OK(ns_mechanisms_build(dirs[k], lib, &o));
         ns_mech_library_t *l = NULL;
@@ -281,12 +338,17 @@ int main(void) {
         for (int m = 0; m < ns_mech_library_count(l); ++m, ++n_mech)
             CHECK_MSG(compare(ns_mech_library_get(l, m)) == 0, "%s: a CUDA call failed",
                       ns_mech_library_get(l, m)->name);
+        if (k == 0) {
+            const ns_mech_desc *vb = NULL;
+            CHECK_OK(ns_mech_library_find(l, "vbgpu", &vb));
+            if (vb) CHECK_MSG(pick_stops(vb) == 0, "vbgpu: a CUDA call failed");
+        }
         ns_mech_library_close(l);
     }
-    /* every .mod file of the five folders (one mechanism each) ran on the device, bahook.mod's
+    /* every .mod file of the six folders (one mechanism each) ran on the device, bahook.mod's
      * BEFORE/AFTER blocks and CONSTRUCTOR and ftab.mod's tables included */
     int n_files = 0;
-    for (int k = 0; k < 5; ++k) n_files += count_mod_files(dirs[k]);
+    for (int k = 0; k < N_DIRS; ++k) n_files += count_mod_files(dirs[k]);
     CHECK_MSG(n_files > 0 && n_mech == n_files && n_host_only == 0, "%d mechanisms of %d .mod files, %d CPU-only",
               n_mech, n_files, n_host_only);
     tmpdir_remove();
