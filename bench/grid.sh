@@ -50,7 +50,7 @@
 #   PEERS=0        leave out NEURON, Arbor and DIPY (bench/compare.sh sets it)
 #   SITE=DIR       a folder of installed wheels (pip install --target) put on PYTHONPATH:
 #                  Arbor, NEURON, DIPY on a host without network (default .whl/site if present)
-#   TARGET=T       the build's target (default all; life-1m needs only neurosolve)
+#   TARGET=T       the build's target (default all; life-1m needs only neurosolve_cli, the command line)
 #   WHEELHOUSE=DIR life-1m: python3 bench/life_peers.py --make-wheelhouse DIR's output (default .whl/life)
 #   LIFE_N=N       life-1m: streamlines (default 1000000)
 #   LIFE_END=S     life-1m: seconds after the grid's start by which its peers are stopped (default 540);
