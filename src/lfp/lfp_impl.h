@@ -52,8 +52,11 @@ int ns_lfp_lowrank_factor(lfp_lowrank *lr, int64_t c, const double *B, int64_t n
 /* Cell c's factors those of cell twin (factored before; the same shape and
  * placement, so the same block): shared, not copied. */
 void ns_lfp_lowrank_share(lfp_lowrank *lr, int64_t c, int64_t twin);
+/* The cell whose factors cell c's are (c itself unless shared). */
+int64_t ns_lfp_lowrank_owner(const lfp_lowrank *lr, int64_t c);
 /* After every cell's factors: the scratch of the products; the bytes kept
- * (8 r_k (E + n_k) + the bound's 8 E per cell), -1 when out of memory. */
+ * (8 r_k (E + n_k) + the bound's 8 E per cell; a twin 8 r_k E + 8 E: its
+ * V is its owner's, its U a copy on the GPU), -1 when out of memory. */
 int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset);
 const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr);
 /* The host's U and V freed (a CUDA simulation's, once uploaded); the ranks stay. */

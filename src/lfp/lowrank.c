@@ -212,13 +212,15 @@ int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset) {
     for (int64_t c = 0; c < lr->n_cells; ++c) {
         const int64_t r = lr->rank[c], n = cell_offset[c + 1] - cell_offset[c];
         lr->w_off[c + 1] = lr->w_off[c] + r;
-        kept += 8 * r * (lr->n_el + n) + 8 * lr->n_el;
+        kept += 8 * r * (lr->n_el + (lr->owner[c] == c ? n : 0)) + 8 * lr->n_el; /* a twin: its U on the GPU */
     }
     lr->W = malloc(((size_t)lr->w_off[lr->n_cells] + 1) * NS_LFP_BLOCK * sizeof *lr->W);
     return lr->W ? kept : -1;
 }
 
 const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr) { return lr ? lr->rank : NULL; }
+
+int64_t ns_lfp_lowrank_owner(const lfp_lowrank *lr, int64_t c) { return lr->owner[c]; }
 
 void ns_lfp_lowrank_cell(const lfp_lowrank *lr, int64_t c, const double **U, const double **V, const double **rho) {
     *U = lr->U[c], *V = lr->V[c], *rho = lr->rho + c * lr->n_el;
