@@ -257,6 +257,17 @@ static void test_backend(const ns_cell_t *cell, const ns_cell_t *other, const ns
     run_free(&c), run_free(&g), run_free(&d);
 }
 
+/* The largest over the S samples of max_e |a - b| / max_e |b| (E per sample). */
+static double sample_diff(const double *a, const double *b, int64_t S, int64_t E) {
+    double worst = 0.0;
+    for (int64_t k = 0; k < S; ++k) {
+        double big = 0.0, d = 0.0;
+        for (int64_t e = 0; e < E; ++e) big = fmax(big, fabs(b[k * E + e])), d = fmax(d, fabs(a[k * E + e] - b[k * E + e]));
+        worst = fmax(worst, d / big);
+    }
+    return worst;
+}
+
 /* Twins (cells of one shape placed alike, ns_lfp_create computing their coefficients once): the
  * dense columns of cells 3 .. 5 equal, bit for bit, those that a run without twins computed for
  * cells 0 .. 2 at the same places, the others those of that run's same cells; lowrank shares
@@ -288,16 +299,7 @@ static void test_twins(const ns_cell_t *cell, const ns_cell_t *other, const ns_l
             CHECK(lt.ranks[c] == l.ranks[src] && gt.ranks[c] == lt.ranks[c]);
         }
         CHECK_MSG(same, "twins: the copied dense columns differ from those computed");
-        double over = 0.0, pw = 0.0;
-        for (int64_t k = 0; k < S; ++k) {
-            double big = 0.0, dd = 0.0, dg = 0.0;
-            for (int64_t e = 0; e < E; ++e) {
-                big = fmax(big, fabs(dt.phi[k * E + e]));
-                dd = fmax(dd, fabs(lt.phi[k * E + e] - dt.phi[k * E + e]));
-                dg = fmax(dg, fabs(gt.phi[k * E + e] - lt.phi[k * E + e]));
-            }
-            over = fmax(over, dd / big / lt.bound), pw = fmax(pw, dg / big);
-        }
+        const double over = sample_diff(lt.phi, dt.phi, S, E) / lt.bound, pw = sample_diff(gt.phi, lt.phi, S, E);
         CHECK_MSG(over <= 1.0 && lt.bound <= 1e-6, "lowrank twins: %.3g of the bound from the dense twins", over);
         CHECK(memcmp(lt.phi, lt2.phi, (size_t)(S * E) * sizeof *lt.phi) == 0 && lt.bound == lt2.bound);
         CHECK_MSG(pw <= 1e-9, "lowrank twins, %s vs CPU: %.3g of the largest", ns_backend_name(gpu), pw);
