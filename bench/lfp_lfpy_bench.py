@@ -3,13 +3,14 @@
 
 usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5pc_bbp_axon.swc]
                          [--cells 1000] [--tstop 10] [--probe data/probes/neuropixels_like.txt]
-                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto] [--rank-tolerance R]
+                         [--every 1,10] [--backend cuda] [--lfpy-cells 4] [--storage auto,...] [--rank-tolerance R]
                          [--max-gb G] [--batch K,...] [--split] [--column R [--seed S]]
                          [--ranks TOL,... [--ranks-cells K]] [--out FILE]
 
 1. neurosolve: `simulate MORPH --cells N --tstop T --no-progress --json --backend B` without a
-   probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each K of --every (K: steps,
-   or Xms); the run's wall_s (the loop, sampling included), the command's whole time (set-up and
+   probe and with `--probe PROBE --lfp-every K --lfp-storage S` for each S of --storage and K of
+   --every (K: steps, or Xms; the rows are named K, or S:K when --storage names several); the
+   run's wall_s (the loop, sampling included), the command's whole time (set-up and
    the coefficients included), the added run time with the probe, and the probe's own account
    (simulate's lfp_timing: set-up, host time in the reductions, GPU time of the currents, the
    DGEMM and the sums). With --batch each K of --every is also run with `--lfp-batch` at each
@@ -17,7 +18,7 @@ usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5p
    of the second half is the per-sample cost, the rest of the first run's the fixed cost.
    MORPH may be `bundled` (the 54 bundled morphologies x --cells each, with `--radii default:0.5` for
    the one traced without radii: `--morph bundled --radii default:0.5 --cells 200 --every 0.1ms
-   --lfpy-cells 0 --storage f32 --max-gb 40` is issue 44's second row, 10,800 cells, 17 M compartments).
+   --lfpy-cells 0 --storage lowrank` is issue 44's second row, 10,800 cells, 17 M compartments).
 2. LFPy (on NEURON): the same cell (Import3d, nseg by the d_lambda rule 0.1 at 100 Hz, Ra 35.4,
    cm 1, hh everywhere with NEURON's defaults, celsius 6.3, v_init -65, dt 0.025, the IClamp of
    1.5e-4 nA per um^2 of membrane at soma(0.5) from 5 ms: `simulate`'s defaults) with a
@@ -43,7 +44,8 @@ largest ("ranks"), and the least rank whose residual's Frobenius norm is at most
 this), for each TOL; the flops of a sample 2 sum_k r_k (E + n_k) and the floats kept sum_k r_k (E + n_k)
 against dense's 2 E N and E N (`--lfp-storage lowrank`, docs/extracellular.md, "Memory").
 
-Prints one JSON object: the versions, each run's times, the ratios and the agreement.
+Prints one JSON object: the versions, each run's times, the ratios and the agreement; and on
+stderr a table of the rows (added run time, the sampler's host time and the GPU phases of lfp_timing).
 """
 import argparse
 import json
@@ -216,6 +218,15 @@ def block_ranks(args, probe, tols, placement):
     return out
 
 
+def print_row(name, r):
+    """One row of the table on stderr: the added run time and lfp_timing's account."""
+    t = r.get("lfp_timing", {})
+    print("| %s | %s | %.4f s | %+.0f%% | %.1f | %.1f / %.1f / %.1f | %d | %.1f s |"
+          % (name, r.get("lfp_storage", "?"), r["wall_s"], 100 * r["added_run_time"], t.get("sampling_ms", 0),
+             t.get("currents_ms", 0), t.get("gemm_ms", 0), t.get("sum_ms", 0), t.get("reductions", 0),
+             t.get("setup_ms", 0) / 1000.0), file=sys.stderr, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "neurosolve"))
@@ -226,7 +237,8 @@ def main():
     ap.add_argument("--every", default="1,10")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--lfpy-cells", type=int, default=4)
-    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles, f32, lowrank)")
+    ap.add_argument("--storage", default="auto", help="simulate's --lfp-storage (auto, dense, tiles, f32, lowrank); "
+                    "several, comma-separated: each --every with each")
     ap.add_argument("--rank-tolerance", default=None, help="simulate's --lfp-rank-tolerance (lowrank)")
     ap.add_argument("--max-gb", default=None, help="simulate's --lfp-max-gb")
     ap.add_argument("--radii", default=None, help="simulate's --radii (default:R for `bundled`)")
@@ -256,19 +268,26 @@ def main():
     res = {"morphology": os.path.basename(args.morph), "cells": args.cells, "contacts": len(probe),
            "tstop_ms": args.tstop, "backend": args.backend}
     res["without_probe"] = simulate(args.cli, args, base)
+    print("| %s x %d: every | storage | wall_s | added | host ms | currents / gemm / sum GPU ms | reductions | "
+          "set-up |\n|---|---|---:|---:|---:|---|---:|---:|\n| none | - | %.4f s | - | - | - | - | - |"
+          % (res["morphology"], args.cells, res["without_probe"]["wall_s"]), file=sys.stderr, flush=True)
     if args.split:
         res["without_probe_2x"] = simulate(args.cli, args, base, 2 * args.tstop)
     res["with_probe"] = {}
-    lfp = ["--probe", args.probe, "--lfp-storage", args.storage] + (["--lfp-max-gb", args.max_gb] if args.max_gb else [])
+    lfp = ["--probe", args.probe] + (["--lfp-max-gb", args.max_gb] if args.max_gb else [])
     lfp += ["--lfp-rank-tolerance", args.rank_tolerance] if args.rank_tolerance else []
     if placement is not None:  # simulate's --placement file (one line per cell)
         place_file = os.path.join(tempfile.mkdtemp(), "column.placement")
         np.savetxt(place_file, placement, fmt="%.6f")
         lfp += ["--placement", place_file]
         res["column_um"], res["seed"] = args.column, args.seed
-    runs = [(k, k, []) for k in args.every.split(",")]
-    runs += [("%s@%s" % (k, b), k, ["--lfp-batch", b]) for k in args.every.split(",")
-             for b in (args.batch.split(",") if args.batch else [])]
+    storages = args.storage.split(",")
+    runs = []
+    for s in storages:
+        tag = s + ":" if len(storages) > 1 else ""
+        runs += [(tag + k, k, ["--lfp-storage", s]) for k in args.every.split(",")]
+        runs += [("%s%s@%s" % (tag, k, b), k, ["--lfp-storage", s, "--lfp-batch", b]) for k in args.every.split(",")
+                 for b in (args.batch.split(",") if args.batch else [])]
     for name, k, extra in runs:
         r = simulate(args.cli, args, base + lfp + ["--lfp-every", k] + extra)
         added = r["wall_s"] - res["without_probe"]["wall_s"]
@@ -283,6 +302,7 @@ def main():
             r["added_per_tstop_s"] = added2 - added  # the samples' cost over one tstop
             r["added_fixed_s"] = 2 * added - added2  # the rest: first calls, launch splits
         res["with_probe"][name] = r
+        print_row(name, r)
     if args.lfpy_cells <= 0:
         res["lfpy"] = {"skipped": "--lfpy-cells 0"}
         print(json.dumps(res, indent=1))
@@ -301,7 +321,7 @@ def main():
     per = lfpy_timing(args, probe)
     one = float(np.median(per))
     res["lfpy"].update({"cells_timed": len(per), "s_per_cell": per, "scaled_s": one * args.cells})
-    every1 = res["with_probe"].get("1")
+    every1 = next((r for name, r in res["with_probe"].items() if name.split(":")[-1] == "1"), None)
     if every1:
         res["lfpy"]["x_slower_than_neurosolve_run"] = one * args.cells / every1["wall_s"]
         res["lfpy"]["x_slower_than_neurosolve_total"] = one * args.cells / every1["total_s"]

@@ -323,9 +323,10 @@ static ns_status check_placement(const double *placement, int64_t n_cells) {
 
 /* Cell c placed and rotated: its midpoints, conductances, parents and
  * membrane flags, then its coefficient columns (or, with tiles, its
- * segments). Touches only cell c's entries. 1 when out of memory. */
+ * segments); a cell with a twin before it (twin < c) leaves its columns to
+ * copy_twins. Touches only cell c's entries. 1 when out of memory. */
 static int place_cell(ns_lfp_t *L, const ns_sim_t *sim, const ns_cell_t *const *shapes, const ns_lfp_probe *probe,
-                      const ns_lfp_options *o, const double *pts, int32_t np, int tiles, int64_t c) {
+                      const ns_lfp_options *o, const double *pts, int32_t np, int tiles, int64_t c, int64_t twin) {
     const int32_t s = sim->cell_shape[c];
     const ns_cell_t *cell = shapes[s];
     const int32_t n = sim->shapes[s].n;
@@ -334,7 +335,7 @@ static int place_cell(ns_lfp_t *L, const ns_sim_t *sim, const ns_cell_t *const *
     const double *g = ns_cell_axial_conductance(cell);
     const int32_t *par = ns_tree_parent(ns_cell_tree(cell));
     /* LOWRANK: the cell's block (electrodes x n) as well, factored here */
-    double *buf = malloc((size_t)n * (size_t)(8 + (L->lr ? probe->n : 0)) * sizeof *buf);
+    double *buf = malloc((size_t)n * (size_t)(8 + (L->lr && twin == c ? probe->n : 0)) * sizeof *buf);
     if (!buf) return 1;
     double *start = buf, *end = buf + 3 * n, *row = buf + 6 * n, *diam = buf + 7 * n;
     double R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, o3[3] = {0, 0, 0}, t3[3] = {0, 0, 0};
@@ -370,6 +371,10 @@ static int place_cell(ns_lfp_t *L, const ns_sim_t *sim, const ns_cell_t *const *
         free(buf);
         return 0;
     }
+    if (twin != c) { /* the same columns as the twin's: copy_twins */
+        free(buf);
+        return 0;
+    }
     const ns_lfp_segments sg = {n, start, end, diam, root.first_node};
     double *block = buf + 8 * n;
     for (int64_t k = 0; k < probe->n; ++k) {
@@ -382,6 +387,64 @@ static int place_cell(ns_lfp_t *L, const ns_sim_t *sim, const ns_cell_t *const *
     const int bad = L->lr && ns_lfp_lowrank_factor(L->lr, c, block, n, o->rank_tolerance);
     free(buf);
     return bad;
+}
+
+typedef struct twin_key {
+    int32_t shape;
+    double place[6];
+    int64_t cell;
+} twin_key;
+
+static int twin_cmp(const void *a, const void *b) {
+    const twin_key *x = a, *y = b;
+    if (x->shape != y->shape) return x->shape < y->shape ? -1 : 1;
+    const int d = memcmp(x->place, y->place, sizeof x->place);
+    if (d != 0) return d;
+    return x->cell < y->cell ? -1 : x->cell > y->cell;
+}
+
+/* Cells of one shape with the same placement (none, or the same six numbers,
+ * bit for bit) have the same coefficients, bit for bit (the same segments
+ * through the same formulas): twin[c] is the first such cell, c itself when
+ * none is before it. NULL when out of memory. */
+static int64_t *twins_of(const ns_sim_t *sim, const double *placement) {
+    const int64_t n = sim->n_cells;
+    twin_key *key = calloc((size_t)n + 1, sizeof *key);
+    int64_t *twin = malloc(((size_t)n + 1) * sizeof *twin);
+    if (!key || !twin) {
+        free(key), free(twin);
+        return NULL;
+    }
+    for (int64_t c = 0; c < n; ++c) {
+        key[c].shape = sim->cell_shape[c], key[c].cell = c;
+        if (placement) memcpy(key[c].place, placement + 6 * c, sizeof key[c].place);
+    }
+    qsort(key, (size_t)n, sizeof *key, twin_cmp);
+    for (int64_t k = 0, first = 0; k < n; ++k) {
+        if (k > 0 && (key[k].shape != key[k - 1].shape || memcmp(key[k].place, key[k - 1].place, sizeof key[k].place)))
+            first = k;
+        twin[key[k].cell] = key[first].cell;
+    }
+    free(key);
+    return twin;
+}
+
+/* The columns (dense, f32 on the CPU) or factors (lowrank: shared) of each
+ * cell with a twin before it, from the twin's. */
+static void copy_twins(ns_lfp_t *L, const ns_sim_t *sim, const int64_t *twin) {
+    const int64_t *off = sim->cell_offset;
+    const int nt = threads_of(L, L->n_el * L->n_comp / 8);
+    (void)nt;
+    for (int64_t c = 0; L->lr && c < L->n_cells; ++c)
+        if (twin[c] != c) ns_lfp_lowrank_share(L->lr, c, twin[c]);
+    if (!L->M) return;
+    NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
+    for (int64_t k = 0; k < L->n_el; ++k) {
+        double *row = L->M + k * L->n_comp;
+        for (int64_t c = 0; c < L->n_cells; ++c)
+            if (twin[c] != c)
+                memcpy(row + off[c], row + off[twin[c]], (size_t)(off[c + 1] - off[c]) * sizeof *row);
+    }
 }
 
 /* F32 on the CPU: each chunk's largest |M| for the bound (chunks straddle cells). */
@@ -457,6 +520,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     for (int64_t k = 0; k < probe->n; ++k)
         if (probe->contacts[k].r > 0.0 && probe->contacts[k].n > np) np = probe->contacts[k].n;
     double *pts = malloc((size_t)probe->n * 3 * (size_t)np * sizeof *pts);
+    int64_t *twin = NULL;
     if (!alloc_tables(L, &o, tiles) || !pts) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: coefficients of %lld electrodes x %lld compartments",
                      (long long)L->n_el, (long long)L->n_comp);
@@ -465,17 +529,22 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     for (int64_t k = 0; k < probe->n; ++k) ns_lfp_contact_points(&probe->contacts[k], pts + 3 * np * k);
     if (tiles && (st = pack_points(L, probe, pts, np)) != NS_OK) goto done;
     if ((st = check_placement(o.placement, sim->n_cells)) != NS_OK) goto done;
+    if (!(twin = twins_of(sim, o.placement))) {
+        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the cells' twins");
+        goto done;
+    }
     /* each cell's columns on their own (OpenMP over cells: every entry is
      * computed alone, so the thread count changes nothing) */
     int bad = 0;
     const int nt = threads_of(L, L->n_el * L->n_comp * 64);
     (void)nt;
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : bad) if (nt > 1))
-    for (int64_t c = 0; c < sim->n_cells; ++c) bad |= place_cell(L, sim, shapes, probe, &o, pts, np, tiles, c);
+    for (int64_t c = 0; c < sim->n_cells; ++c) bad |= place_cell(L, sim, shapes, probe, &o, pts, np, tiles, c, twin[c]);
     if (bad) {
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: the coefficients' scratch");
         goto done;
     }
+    if (!tiles) copy_twins(L, sim, twin);
     if (L->mmax) chunk_maxima(L);
     if (L->lr && (st = lowrank_finish(L, sim, &o)) != NS_OK) goto done;
     if (sim->device >= 0) {
@@ -490,7 +559,7 @@ ns_status ns_lfp_create(ns_sim_t *sim, int32_t n_shapes, const ns_cell_t *const 
     sim->sample_ctx = L;
     sim->sample_every = o.every;
 done:
-    free(pts);
+    free(pts), free(twin);
     if (st != NS_OK) {
         ns_lfp_destroy(L);
         return st;
@@ -536,12 +605,7 @@ static void flush_populations(ns_lfp_t *L, int64_t first, int32_t nb, int nt) {
     (void)nt;
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
     for (int64_t e = 0; e < ne; ++e) {
-#ifdef _OPENMP
-        double *acc = L->accp + (size_t)omp_get_thread_num() * (size_t)np * NS_LFP_BLOCK;
-#else
-        double *acc = L->accp;
-#endif
-        memset(acc, 0, (size_t)np * NS_LFP_BLOCK * sizeof *acc);
+        double *acc = ns_lfp_thread_acc(L->accp, np);
         const double *m = M + e * nc;
         for (int64_t c = 0; c < n_cells; ++c) {
             double *a = acc + (size_t)L->pop[c] * NS_LFP_BLOCK;

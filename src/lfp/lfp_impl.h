@@ -3,7 +3,13 @@
 #ifndef NS_LFP_IMPL_H
 #define NS_LFP_IMPL_H
 
+#include <string.h>
+
 #include "neurosolve/lfp.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define NS_LFP_MAX_POINTS 1024 /* points on one disc contact */
 
@@ -14,6 +20,19 @@ void ns_lfp_row(const ns_lfp_segments *seg, const ns_lfp_contact *c, const doubl
 
 #define NS_LFP_BLOCK 16 /* samples buffered per pass over the coefficients (CPU) */
 #define NS_LFP_CHUNK 8  /* F32: compartments (Flat order) per term of the error bound */
+
+/* The calling OpenMP thread's n_pop x NS_LFP_BLOCK accumulators in `base`
+ * (one such set per thread, thread 0's first; without OpenMP the first),
+ * zeroed. */
+static inline double *ns_lfp_thread_acc(double *base, int32_t n_pop) {
+#ifdef _OPENMP
+    double *acc = base + (size_t)omp_get_thread_num() * (size_t)n_pop * NS_LFP_BLOCK;
+#else
+    double *acc = base;
+#endif
+    memset(acc, 0, (size_t)n_pop * NS_LFP_BLOCK * sizeof *acc);
+    return acc;
+}
 
 /* ------------------------------------------------ LOWRANK (lowrank.c)
  * Householder QR with column pivoting of A (m x n, column-major, column j at
@@ -30,8 +49,14 @@ void ns_lfp_lowrank_free(lfp_lowrank *lr);
 /* Cell c's block B (n_el x n, row-major) factored at relative tolerance tol
  * (0: the default); cells may be factored in parallel. 1 when out of memory. */
 int ns_lfp_lowrank_factor(lfp_lowrank *lr, int64_t c, const double *B, int64_t n, double tol);
+/* Cell c's factors those of cell twin (factored before; the same shape and
+ * placement, so the same block): shared, not copied. */
+void ns_lfp_lowrank_share(lfp_lowrank *lr, int64_t c, int64_t twin);
+/* The cell whose factors cell c's are (c itself unless shared). */
+int64_t ns_lfp_lowrank_owner(const lfp_lowrank *lr, int64_t c);
 /* After every cell's factors: the scratch of the products; the bytes kept
- * (8 r_k (E + n_k) + the bound's 8 E per cell), -1 when out of memory. */
+ * (8 r_k (E + n_k) + the bound's 8 E per cell; a twin 8 r_k E + 8 E: its
+ * V is its owner's, its U a copy on the GPU), -1 when out of memory. */
 int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset);
 const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr);
 /* The host's U and V freed (a CUDA simulation's, once uploaded); the ranks stay. */

@@ -25,6 +25,7 @@ struct lfp_lowrank {
     int32_t *rank;         /* n_cells */
     double **U;            /* per cell: n_el x r_k, row-major */
     double **V;            /* per cell: r_k x n_k, row-major (the compartments in Flat order) */
+    int64_t *owner;        /* n_cells: the cell whose U and V these are (itself, or a twin's: shared) */
     double *rho;           /* n_cells x n_el: each residual row's 2-norm */
     int64_t *w_off;        /* n_cells + 1: cell k's rows of W from w_off[k] */
     double *W;             /* w_off[n_cells] x NS_LFP_BLOCK: V_k i_k of the buffered samples */
@@ -166,31 +167,39 @@ lfp_lowrank *ns_lfp_lowrank_new(int64_t n_el, int64_t n_cells, int32_t n_pop, in
     lr->rank = calloc((size_t)n_cells + 1, sizeof *lr->rank);
     lr->U = calloc((size_t)n_cells + 1, sizeof *lr->U);
     lr->V = calloc((size_t)n_cells + 1, sizeof *lr->V);
+    lr->owner = calloc((size_t)n_cells + 1, sizeof *lr->owner);
     lr->rho = malloc(((size_t)n_cells * (size_t)n_el + 1) * sizeof *lr->rho);
     lr->w_off = malloc(((size_t)n_cells + 1) * sizeof *lr->w_off);
     lr->inorm = malloc(((size_t)n_cells + 1) * NS_LFP_BLOCK * sizeof *lr->inorm);
     lr->acc = malloc((size_t)lr->threads * (size_t)n_pop * NS_LFP_BLOCK * sizeof *lr->acc);
     lr->err = malloc((size_t)n_el * NS_LFP_BLOCK * sizeof *lr->err);
-    if (!lr->err || !lr->rank || !lr->U || !lr->V || !lr->rho || !lr->w_off || !lr->inorm || !lr->acc) {
+    if (!lr->err || !lr->rank || !lr->U || !lr->V || !lr->owner || !lr->rho || !lr->w_off || !lr->inorm || !lr->acc) {
         ns_lfp_lowrank_free(lr);
         return NULL;
     }
+    for (int64_t c = 0; c < n_cells; ++c) lr->owner[c] = c;
     return lr;
 }
 
 void ns_lfp_lowrank_free(lfp_lowrank *lr) {
     if (!lr) return;
-    for (int64_t c = 0; lr->U && lr->V && c < lr->n_cells; ++c) free(lr->U[c]), free(lr->V[c]);
-    free(lr->rank), free(lr->U), free(lr->V), free(lr->rho), free(lr->w_off), free(lr->W), free(lr->inorm);
+    if (lr->U && lr->V && lr->owner) ns_lfp_lowrank_drop(lr);
+    free(lr->rank), free(lr->U), free(lr->V), free(lr->owner), free(lr->rho), free(lr->w_off), free(lr->W);
+    free(lr->inorm);
     free(lr->acc), free(lr->err);
     free(lr);
 }
 
 void ns_lfp_lowrank_drop(lfp_lowrank *lr) {
     for (int64_t c = 0; c < lr->n_cells; ++c) {
-        free(lr->U[c]), free(lr->V[c]);
+        if (lr->owner[c] == c) free(lr->U[c]), free(lr->V[c]);
         lr->U[c] = lr->V[c] = NULL;
     }
+}
+
+void ns_lfp_lowrank_share(lfp_lowrank *lr, int64_t c, int64_t twin) {
+    lr->rank[c] = lr->rank[twin], lr->U[c] = lr->U[twin], lr->V[c] = lr->V[twin], lr->owner[c] = twin;
+    memcpy(lr->rho + c * lr->n_el, lr->rho + twin * lr->n_el, (size_t)lr->n_el * sizeof *lr->rho);
 }
 
 int ns_lfp_lowrank_factor(lfp_lowrank *lr, int64_t c, const double *B, int64_t n, double tol) {
@@ -203,13 +212,15 @@ int64_t ns_lfp_lowrank_finish(lfp_lowrank *lr, const int64_t *cell_offset) {
     for (int64_t c = 0; c < lr->n_cells; ++c) {
         const int64_t r = lr->rank[c], n = cell_offset[c + 1] - cell_offset[c];
         lr->w_off[c + 1] = lr->w_off[c] + r;
-        kept += 8 * r * (lr->n_el + n) + 8 * lr->n_el;
+        kept += 8 * r * (lr->n_el + (lr->owner[c] == c ? n : 0)) + 8 * lr->n_el; /* a twin: its U on the GPU */
     }
     lr->W = malloc(((size_t)lr->w_off[lr->n_cells] + 1) * NS_LFP_BLOCK * sizeof *lr->W);
     return lr->W ? kept : -1;
 }
 
 const int32_t *ns_lfp_lowrank_ranks(const lfp_lowrank *lr) { return lr ? lr->rank : NULL; }
+
+int64_t ns_lfp_lowrank_owner(const lfp_lowrank *lr, int64_t c) { return lr->owner[c]; }
 
 void ns_lfp_lowrank_cell(const lfp_lowrank *lr, int64_t c, const double **U, const double **V, const double **rho) {
     *U = lr->U[c], *V = lr->V[c], *rho = lr->rho + c * lr->n_el;
@@ -248,13 +259,8 @@ void ns_lfp_lowrank_apply(lfp_lowrank *lr, const double *I, const int64_t *off, 
      * the bound's sum_k rho_ke ||i_k||: the same for any thread count */
     NS_PRAGMA(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
     for (int64_t e = 0; e < ne; ++e) {
-#ifdef _OPENMP
-        double *acc = lr->acc + (size_t)omp_get_thread_num() * (size_t)np * NS_LFP_BLOCK;
-#else
-        double *acc = lr->acc;
-#endif
+        double *acc = ns_lfp_thread_acc(lr->acc, np);
         double err[NS_LFP_BLOCK] = {0};
-        memset(acc, 0, (size_t)np * NS_LFP_BLOCK * sizeof *acc);
         for (int64_t c = 0; c < nc; ++c) {
             double *a = acc + (size_t)(pop ? pop[c] : 0) * NS_LFP_BLOCK;
             const int64_t r = lr->rank[c];

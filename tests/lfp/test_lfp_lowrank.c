@@ -28,7 +28,7 @@ enum { CELLS = 9, STEPS = 60, EVERY = 2 };
 typedef struct run {
     double *phi, *pop, *M, bound;
     int32_t ranks[CELLS];
-    int64_t samples, n_comp;
+    int64_t samples, n_comp, off[CELLS + 1];
     ns_status advance;
 } run;
 
@@ -40,9 +40,11 @@ static double *copy_of(const double *src, int64_t n) {
 
 /* CELLS granule cells placed along the shank (the last one 600 um away from it), in two
  * populations, a clamp on each soma, sampled every EVERY steps over two advances; with
- * other, every third cell (k % 3 == 2) is that cell instead. */
+ * other, every third cell (k % 3 == 2) is that cell instead; with twins, cells 3 .. 5 are
+ * placed as cells 0 .. 2 (the same shapes: the same coefficients, computed once). */
 static void run_cells(const ns_cell_t *cell, const ns_cell_t *other, const ns_lfp_probe *probe, ns_backend backend,
-                      ns_lfp_storage storage, int32_t threads, double rank_tolerance, double tolerance, run *o) {
+                      ns_lfp_storage storage, int32_t threads, double rank_tolerance, double tolerance, int twins,
+                      run *o) {
     memset(o, 0, sizeof *o);
     ns_sim_params p;
     ns_sim_params_init(&p);
@@ -58,7 +60,7 @@ static void run_cells(const ns_cell_t *cell, const ns_cell_t *other, const ns_lf
         shapes[k] = other && k % 3 == 2;
         const double far = k == CELLS - 1 ? 600.0 : 0.0;
         const double row[6] = {30.0 * (k % 3) - 30.0 + far, 25.0 * (k % 2), 150.0 * k, 1.5707963267948966, 0.3 * k, 0.4 * k};
-        memcpy(place + 6 * k, row, sizeof row);
+        memcpy(place + 6 * k, twins && k >= 3 && k < 6 ? place + 6 * (k - 3) : row, sizeof row);
         pop[k] = k % 2;
     }
     ns_sim_t *sim = NULL;
@@ -88,6 +90,7 @@ static void run_cells(const ns_cell_t *cell, const ns_cell_t *other, const ns_lf
         const int64_t S = ns_lfp_samples(lfp), E = probe->n;
         o->samples = S;
         o->n_comp = ns_sim_compartments(sim);
+        for (int c = 0; c <= CELLS; ++c) o->off[c] = c < CELLS ? ns_sim_cell_offset(sim, c) : o->n_comp;
         o->phi = copy_of(ns_lfp_potentials(lfp), S * E);
         o->pop = copy_of(ns_lfp_population_potentials(lfp), S * 2 * E);
         o->M = copy_of(ns_lfp_coefficients(lfp), E * o->n_comp);
@@ -170,10 +173,10 @@ out:
 
 static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
     run d, l, l2, loose;
-    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
-    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &l);
-    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 2, 0.0, 0.0, &l2);
-    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-7, 0.0, &loose);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, 0, &d);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, 0, &l);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 2, 0.0, 0.0, 0, &l2);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-7, 0.0, 0, &loose);
     const int64_t E = probe->n, S = d.samples;
     if (d.phi && d.pop && d.M && l.phi && l.pop && l2.phi && l2.pop && loose.phi && l.samples == S &&
         loose.samples == S) {
@@ -213,7 +216,7 @@ static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
     run_free(&d), run_free(&l), run_free(&l2), run_free(&loose);
     /* a tolerance below the bound fails the advance, naming both */
     run tight;
-    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-4, 1e-9, &tight);
+    run_cells(cell, NULL, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 1e-4, 1e-9, 0, &tight);
     CHECK_MSG(tight.advance == NS_ERR_UNSUPPORTED && strstr(ns_last_error(), "lowrank coefficients") &&
                   strstr(ns_last_error(), "above the tolerance 1e-09") && tight.bound > 1e-9,
               "a bound above the tolerance: %s", ns_last_error());
@@ -226,9 +229,9 @@ static void test_runs(const ns_cell_t *cell, const ns_lfp_probe *probe) {
  * and several cells. */
 static void test_backend(const ns_cell_t *cell, const ns_cell_t *other, const ns_lfp_probe *probe, ns_backend backend) {
     run c, g, d;
-    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, &c);
-    run_cells(cell, other, probe, backend, NS_LFP_STORAGE_LOWRANK, 0, 0.0, 0.0, &g);
-    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, &d);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, 0, &c);
+    run_cells(cell, other, probe, backend, NS_LFP_STORAGE_LOWRANK, 0, 0.0, 0.0, 0, &g);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, 0, &d);
     const int64_t E = probe->n, S = c.samples;
     if (c.phi && c.pop && g.phi && g.pop && d.phi && g.samples == S && d.samples == S) {
         CHECK_OK(g.advance);
@@ -254,6 +257,58 @@ static void test_backend(const ns_cell_t *cell, const ns_cell_t *other, const ns
     run_free(&c), run_free(&g), run_free(&d);
 }
 
+/* The largest over the S samples of max_e |a - b| / max_e |b| (E per sample). */
+static double sample_diff(const double *a, const double *b, int64_t S, int64_t E) {
+    double worst = 0.0;
+    for (int64_t k = 0; k < S; ++k) {
+        double big = 0.0, d = 0.0;
+        for (int64_t e = 0; e < E; ++e) big = fmax(big, fabs(b[k * E + e])), d = fmax(d, fabs(a[k * E + e] - b[k * E + e]));
+        worst = fmax(worst, d / big);
+    }
+    return worst;
+}
+
+/* Twins (cells of one shape placed alike, ns_lfp_create computing their coefficients once): the
+ * dense columns of cells 3 .. 5 equal, bit for bit, those that a run without twins computed for
+ * cells 0 .. 2 at the same places, the others those of that run's same cells; lowrank shares
+ * the factors (the same ranks as the run without twins, cells 3 .. 5 those of 0 .. 2), stays
+ * within its bound of the dense twins' potentials, the same for 1 and 2 threads; with cuda the
+ * GPU's (the shared factors uploaded per cell) against the CPU's. */
+static void test_twins(const ns_cell_t *cell, const ns_cell_t *other, const ns_lfp_probe *probe, int cuda) {
+    run d, dt, l, lt, lt2, gt;
+    const ns_backend gpu = cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 1, 0.0, 0.0, 0, &d);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_DENSE, 2, 0.0, 0.0, 1, &dt);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, 0, &l);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 1, 0.0, 0.0, 1, &lt);
+    run_cells(cell, other, probe, NS_BACKEND_CPU, NS_LFP_STORAGE_LOWRANK, 2, 0.0, 0.0, 1, &lt2);
+    run_cells(cell, other, probe, gpu, NS_LFP_STORAGE_LOWRANK, cuda ? 0 : 1, 0.0, 0.0, 1, &gt);
+    const int64_t E = probe->n, S = dt.samples;
+    if (d.M && dt.M && dt.phi && l.phi && lt.phi && lt2.phi && gt.phi && lt.samples == S && lt2.samples == S &&
+        gt.samples == S) {
+        CHECK_OK(lt.advance);
+        CHECK_OK(gt.advance);
+        int same = 1;
+        for (int c = 0; c < CELLS; ++c) {
+            const int src = c >= 3 && c < 6 ? c - 3 : c;
+            const int64_t n = dt.off[c + 1] - dt.off[c];
+            CHECK(n == d.off[src + 1] - d.off[src]);
+            for (int64_t e = 0; e < E && n == d.off[src + 1] - d.off[src]; ++e)
+                same &= memcmp(dt.M + e * dt.n_comp + dt.off[c], d.M + e * d.n_comp + d.off[src],
+                               (size_t)n * sizeof *d.M) == 0;
+            CHECK(lt.ranks[c] == l.ranks[src] && gt.ranks[c] == lt.ranks[c]);
+        }
+        CHECK_MSG(same, "twins: the copied dense columns differ from those computed");
+        const double over = sample_diff(lt.phi, dt.phi, S, E) / lt.bound, pw = sample_diff(gt.phi, lt.phi, S, E);
+        CHECK_MSG(over <= 1.0 && lt.bound <= 1e-6, "lowrank twins: %.3g of the bound from the dense twins", over);
+        CHECK(memcmp(lt.phi, lt2.phi, (size_t)(S * E) * sizeof *lt.phi) == 0 && lt.bound == lt2.bound);
+        CHECK_MSG(pw <= 1e-9, "lowrank twins, %s vs CPU: %.3g of the largest", ns_backend_name(gpu), pw);
+        printf("twins: dense columns copied %s; lowrank %.3g of its bound from dense, %s vs CPU %.3g\n",
+               same ? "bit for bit" : "WRONG", over, ns_backend_name(gpu), pw);
+    }
+    run_free(&d), run_free(&dt), run_free(&l), run_free(&lt), run_free(&lt2), run_free(&gt);
+}
+
 int main(int argc, char **argv) {
     const int cuda = argc > 1 && strcmp(argv[1], "cuda") == 0;
     if (cuda) {
@@ -272,6 +327,7 @@ int main(int argc, char **argv) {
         probe.n = 96; /* the lowest 96 contacts (0 .. 940 um): the cells' column */
         if (!cuda) test_runs(cell, &probe);
         if (other) test_backend(cell, other, &probe, cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU);
+        if (other) test_twins(cell, other, &probe, cuda);
     }
     ns_lfp_probe_free(&probe);
     ns_cell_destroy(cell), ns_cell_destroy(other);

@@ -365,10 +365,14 @@ static int lr_key_cmp(const void *a, const void *b) {
 }
 
 /* LOWRANK: the groups, each cell's place (V offset, first column, W row) and the populations'
- * first W rows, from the cells sorted (key). */
-static void lowrank_groups(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const lr_key *key) {
+ * first W rows, from the cells sorted (key); a cell whose factors are a twin's
+ * (ns_lfp_lowrank_owner) reads the owner's V (the same V, midpoints included: the same
+ * placement), so that V is uploaded once per distinct block. at: K scratch. Returns V's size. */
+static int64_t lowrank_groups(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col, const lr_key *key,
+                              int64_t *at) {
     const int64_t K = geo->n_cells;
     int64_t ng = 0, w = 0, v = 0;
+    for (int64_t i = 0; i < K; ++i) at[key[i].c] = i; /* each cell's sorted place */
     for (int32_t p = 0; p < G->n_pop; ++p) G->pop_w[p] = -1;
     for (int64_t i = 0; i < K; ++i) {
         const lr_key *k = key + i;
@@ -379,17 +383,22 @@ static void lowrank_groups(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_
         G->group[4 * (ng - 1) + 1]++;
         if (G->pop_w[k->pop] < 0) G->pop_w[k->pop] = w;
         int64_t *pl = G->place + 3 * i;
-        pl[0] = v, pl[1] = k->n > 0 ? col[geo->cell_offset[k->c]] : 0, pl[2] = w;
-        w += k->rp, v += k->rp * k->n;
+        pl[0] = -1, pl[1] = k->n > 0 ? col[geo->cell_offset[k->c]] : 0, pl[2] = w;
+        if (ns_lfp_lowrank_owner(geo->lowrank, k->c) == k->c) pl[0] = v, v += k->rp * k->n;
+        w += k->rp;
     }
+    for (int64_t i = 0; i < K; ++i) /* a twin: its owner's V (the same n and padded rank) */
+        if (G->place[3 * i] < 0) G->place[3 * i] = G->place[3 * at[ns_lfp_lowrank_owner(geo->lowrank, key[i].c)]];
     G->pop_w[G->n_pop] = w;
     for (int32_t p = G->n_pop - 1; p >= 0; --p)
         if (G->pop_w[p] < 0) G->pop_w[p] = G->pop_w[p + 1];
     G->n_groups = ng, G->wld = w;
+    return v;
 }
 
 /* LOWRANK: one sorted cell's factors into the host's V (column-major, padded rank x n, the
- * midpoints in its last 3 rows), U (R x wld, column-major) and Rho (n_el x n_cells). */
+ * midpoints in its last 3 rows; a twin's is its owner's), U (R x wld, column-major) and Rho
+ * (n_el x n_cells). */
 static void lowrank_cell(const lfp_gpu *G, const lfp_gpu_geometry *geo, const lr_key *k, const int64_t *pl, double *hV,
                          double *hU, double *rho_out) {
     const int64_t E = G->n_el, R = G->R, n = k->n, rp = k->rp, c = k->c;
@@ -397,7 +406,7 @@ static void lowrank_cell(const lfp_gpu *G, const lfp_gpu_geometry *geo, const lr
     const double *U, *V, *rho;
     ns_lfp_lowrank_cell(geo->lowrank, c, &U, &V, &rho);
     double *Vc = hV + pl[0], *Uc = hU + pl[2] * R;
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = 0; j < n && ns_lfp_lowrank_owner(geo->lowrank, c) == c; ++j) {
         for (int64_t a = 0; a < r; ++a) Vc[j * rp + a] = V[a * n + j];
         for (int d = 0; d < 3; ++d) Vc[j * rp + rp - 3 + d] = geo->mid[3 * (o + j) + d];
     }
@@ -412,7 +421,7 @@ static ns_status lowrank_upload(lfp_gpu *G, const lfp_gpu_geometry *geo, const i
     const int64_t K = geo->n_cells, E = G->n_el, R = G->R;
     const int32_t *rank = ns_lfp_lowrank_ranks(geo->lowrank);
     lr_key *key = (lr_key *)malloc((size_t)(K > 0 ? K : 1) * sizeof *key);
-    int64_t *cc = (int64_t *)malloc((size_t)(2 * K + 1) * sizeof *cc);
+    int64_t *cc = (int64_t *)malloc((size_t)(3 * K + 1) * sizeof *cc); /* 2 K, and lowrank_groups' K */
     G->group = (int64_t *)malloc((size_t)(4 * K + 1) * sizeof *G->group);
     G->place = (int64_t *)malloc((size_t)(3 * K + 1) * sizeof *G->place);
     G->pop_w = (int64_t *)malloc(2 * ((size_t)G->n_pop + 1) * sizeof *G->pop_w);
@@ -422,12 +431,12 @@ static ns_status lowrank_upload(lfp_gpu *G, const lfp_gpu_geometry *geo, const i
         const int64_t rp = (rank[c] + 3 + RANK_PAD - 1) / RANK_PAD * RANK_PAD;
         key[c] = (lr_key){geo->pop ? geo->pop[c] : 0, geo->cell_offset[c + 1] - geo->cell_offset[c], rp, c};
     }
+    int64_t nv = 0;
     if (st == NS_OK) {
         qsort(key, (size_t)K, sizeof *key, lr_key_cmp);
-        lowrank_groups(G, geo, col, key);
+        nv = lowrank_groups(G, geo, col, key, cc + 2 * K);
         memcpy(G->pop_w + G->n_pop + 1, pop_slice, ((size_t)G->n_pop + 1) * sizeof *pop_slice);
     }
-    const int64_t nv = st == NS_OK && K > 0 ? G->place[3 * (K - 1)] + key[K - 1].rp * key[K - 1].n : 0;
     double *hV = st == NS_OK ? (double *)calloc((size_t)nv + 1, sizeof *hV) : NULL;
     double *hU = st == NS_OK ? (double *)calloc((size_t)(R * G->wld) + 1, sizeof *hU) : NULL;
     double *hRho = (double *)malloc((size_t)(E * K + 1) * sizeof *hRho);
