@@ -59,6 +59,8 @@ typedef struct gcell {
     double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
     double *ck;          /* during a run: the checkpoints, then one segment's states */
     double **fptr;       /* a block product's field arrays (mech_vjp): room for the most fields */
+    double *gat;         /* a node_index block's gathered values (gather_block) */
+    ns_mech_ion_view *gview; /* and its ion views */
 } gcell;
 
 struct ns_grad {
@@ -261,6 +263,44 @@ static void initialize(const ns_grad_t *g, gcell *gc, double *F, double *snap) {
 
 enum { PH_INIT, PH_CURRENT, PH_STATE };
 
+/* A block whose instances sit at the nodes of a node_index: its product's
+ * loop would read v and the ions through it and add to l_v through it (a
+ * scatter, which AVX2 has not: the loop stays scalar). pk is bound instead
+ * to the values the product reads gathered into contiguous arrays (v, the
+ * ions' views, area and diam at the instances), node_index NULL, so that it
+ * runs the contiguous loop (vectorised where the compiler can) with l_v's
+ * rows at gc->gat (zeroed; the caller adds them to l_v at the nodes: each
+ * product adds one term to an instance's l_v, so the bits are the same). */
+enum { G_LV, G_V, G_AREA, G_DIAM, G_ION };
+static double *gather_block(gcell *gc, ns_mech_ppack *pk, int n_ions) {
+    const int64_t ni = pk->n;
+    const int *node = pk->node_index;
+    double *lv = gc->gat + G_LV * ni, *v = gc->gat + G_V * ni;
+    memset(lv, 0, (size_t)ni * sizeof *lv);
+    for (int64_t i = 0; i < ni; ++i) v[i] = pk->v[node[i]];
+    double *area = pk->area ? gc->gat + G_AREA * ni : NULL, *diam = pk->diam ? gc->gat + G_DIAM * ni : NULL;
+    for (int64_t i = 0; area && i < ni; ++i) area[i] = pk->area[node[i]];
+    for (int64_t i = 0; diam && i < ni; ++i) diam[i] = pk->diam[node[i]];
+    for (int u = 0; u < n_ions; ++u) {
+        const ns_mech_ion_view *iv = &pk->ion[u];
+        ns_mech_ion_view *gv = &gc->gview[u];
+        double *const src[5] = {iv->e, iv->ci, iv->co, iv->i, iv->didv};
+        double **dst[5] = {&gv->e, &gv->ci, &gv->co, &gv->i, &gv->didv};
+        for (int w = 0; w < 5; ++w) {
+            *dst[w] = src[w] ? gc->gat + (G_ION + 5 * u + w) * ni : NULL;
+            for (int64_t i = 0; src[w] && i < ni; ++i) (*dst[w])[i] = src[w][iv->index ? iv->index[i] : node[i]];
+        }
+        gv->index = NULL;
+    }
+    pk->v = v;
+    pk->area = area;
+    pk->diam = diam;
+    pk->ion = n_ions ? gc->gview : pk->ion;
+    pk->node_index = NULL;
+    pk->node_begin = 0;
+    return lv;
+}
+
 /* l_in += J^T l_out for mechanism k's phase at (v, F): l_out has the
  * fields' adjoints then (PH_CURRENT) those of its rhs and d contributions;
  * l_v (per node) and l_F (its fields) accumulate, and the adjoints of the
@@ -302,12 +342,15 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
         ns_mech_ppack pk = *ns_model_block_bind(gc->mb, k, phase, (double *)v, t, sim->params.dt, sim->params.celsius);
         for (int f = 0; f < nf; ++f) gc->fptr[f] = (double *)F + (int64_t)f * ni;
         pk.field = gc->fptr;
+        const int gathered = pk.node_index != NULL;
+        double *lv = gathered ? gather_block(gc, &pk, d->n_ions) : l_v;
         /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
          * rows of a mechanism without live ions are scratch, never read */
         double *lgi = gc->jac;
         const int live = lion && gion_uses(g->ion, k);
         memset(lgi, 0, (size_t)(ng + (live ? 4 * d->n_ions : 0)) * (size_t)ni * sizeof *lgi);
-        vjpn(&pk, l_out, l_v, l_F, lgi);
+        vjpn(&pk, l_out, lv, l_F, lgi);
+        for (int64_t i = 0; gathered && i < ni; ++i) l_v[node[i]] += lv[i];
         for (int q = 0; q < ng; ++q)
             for (int64_t i = 0; want[q] && i < ni; ++i) lg[q] += lgi[(int64_t)q * ni + i];
         if (live) gion_in(g->ion, g->model, k, ni, node, gc->n, l_F, lgi + (size_t)ng * (size_t)ni, lion);
@@ -774,6 +817,8 @@ void ns_grad_destroy(ns_grad_t *g) {
         free(gc->lglob);
         free(gc->snap);
         free(gc->fptr);
+        free(gc->gat);
+        free(gc->gview);
     }
     gion_free(g->ion);
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
@@ -839,11 +884,14 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->ev = gev_cell_of(g->ev, c);
         gc->S = gc->n + gev_fields(gc->ev);
         int64_t max_out = 0, max_jac = 0;
-        int max_nf = 1;
+        int max_nf = 1, max_ions = 1;
+        int64_t max_ni = 1;
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
             if (d->n_fields > max_nf) max_nf = d->n_fields;
+            if (d->n_ions > max_ions) max_ions = d->n_ions;
+            if (ni > max_ni) max_ni = ni;
             const int64_t m = (int64_t)(d->n_fields + 2) * ni, nio = 4 * d->n_ions,
                           j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals + nio) +
                               (d->n_globals + nio) * ni;
@@ -867,7 +915,10 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->snap = n_snap ? malloc(n_snap * sizeof *gc->snap) : NULL;
         g->work_bytes += n_snap * sizeof *gc->snap;
         gc->fptr = malloc((size_t)max_nf * sizeof *gc->fptr);
-        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr) {
+        gc->gat = malloc((size_t)max_ni * (size_t)(G_ION + 5 * max_ions) * sizeof *gc->gat);
+        gc->gview = malloc((size_t)max_ions * sizeof *gc->gview);
+        g->work_bytes += (size_t)max_ni * (size_t)(G_ION + 5 * max_ions) * sizeof *gc->gat;
+        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
         }
