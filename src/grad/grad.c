@@ -272,7 +272,7 @@ enum { PH_INIT, PH_CURRENT, PH_STATE };
  * rows at gc->gat (zeroed; the caller adds them to l_v at the nodes: each
  * product adds one term to an instance's l_v, so the bits are the same). */
 enum { G_LV, G_V, G_AREA, G_DIAM, G_ION };
-static double *gather_block(gcell *gc, ns_mech_ppack *pk, int n_ions) {
+static double *gather_block(gcell *gc, ns_mech_ppack *pk, const ns_mech_desc *d) {
     const int64_t ni = pk->n;
     const int *node = pk->node_index;
     double *lv = gc->gat + G_LV * ni, *v = gc->gat + G_V * ni;
@@ -281,21 +281,29 @@ static double *gather_block(gcell *gc, ns_mech_ppack *pk, int n_ions) {
     double *area = pk->area ? gc->gat + G_AREA * ni : NULL, *diam = pk->diam ? gc->gat + G_DIAM * ni : NULL;
     for (int64_t i = 0; area && i < ni; ++i) area[i] = pk->area[node[i]];
     for (int64_t i = 0; diam && i < ni; ++i) diam[i] = pk->diam[node[i]];
-    for (int u = 0; u < n_ions; ++u) {
+    /* the ion values the derivative code reads (nmodl_diff.c's copies: those the mechanism reads or
+     * whose concentration it writes; never didv) */
+    enum { RD_E = NS_MECH_ION_READ_E | NS_MECH_ION_WRITE_E, RD_CI = NS_MECH_ION_READ_CI | NS_MECH_ION_WRITE_CI,
+           RD_CO = NS_MECH_ION_READ_CO | NS_MECH_ION_WRITE_CO };
+    for (int u = 0; u < d->n_ions; ++u) {
         const ns_mech_ion_view *iv = &pk->ion[u];
+        const unsigned fl = d->ions[u].flags;
+        const int *ix = iv->index ? iv->index : node;
+        double *const src[4] = {fl & RD_E ? iv->e : NULL, fl & RD_CI ? iv->ci : NULL, fl & RD_CO ? iv->co : NULL,
+                                fl & NS_MECH_ION_READ_I ? iv->i : NULL};
         ns_mech_ion_view *gv = &gc->gview[u];
-        double *const src[5] = {iv->e, iv->ci, iv->co, iv->i, iv->didv};
-        double **dst[5] = {&gv->e, &gv->ci, &gv->co, &gv->i, &gv->didv};
-        for (int w = 0; w < 5; ++w) {
-            *dst[w] = src[w] ? gc->gat + (G_ION + 5 * u + w) * ni : NULL;
-            for (int64_t i = 0; src[w] && i < ni; ++i) (*dst[w])[i] = src[w][iv->index ? iv->index[i] : node[i]];
+        double **dst[4] = {&gv->e, &gv->ci, &gv->co, &gv->i};
+        for (int w = 0; w < 4; ++w) {
+            double *to = *dst[w] = src[w] ? gc->gat + (G_ION + 4 * u + w) * ni : NULL;
+            for (int64_t i = 0; to && i < ni; ++i) to[i] = src[w][ix[i]];
         }
+        gv->didv = NULL;
         gv->index = NULL;
     }
     pk->v = v;
     pk->area = area;
     pk->diam = diam;
-    pk->ion = n_ions ? gc->gview : pk->ion;
+    pk->ion = d->n_ions ? gc->gview : pk->ion;
     pk->node_index = NULL;
     pk->node_begin = 0;
     return lv;
@@ -343,7 +351,7 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
         for (int f = 0; f < nf; ++f) gc->fptr[f] = (double *)F + (int64_t)f * ni;
         pk.field = gc->fptr;
         const int gathered = pk.node_index != NULL;
-        double *lv = gathered ? gather_block(gc, &pk, d->n_ions) : l_v;
+        double *lv = gathered ? gather_block(gc, &pk, d) : l_v;
         /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
          * rows of a mechanism without live ions are scratch, never read */
         double *lgi = gc->jac;
@@ -915,9 +923,9 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->snap = n_snap ? malloc(n_snap * sizeof *gc->snap) : NULL;
         g->work_bytes += n_snap * sizeof *gc->snap;
         gc->fptr = malloc((size_t)max_nf * sizeof *gc->fptr);
-        gc->gat = malloc((size_t)max_ni * (size_t)(G_ION + 5 * max_ions) * sizeof *gc->gat);
+        gc->gat = malloc((size_t)max_ni * (size_t)(G_ION + 4 * max_ions) * sizeof *gc->gat);
         gc->gview = malloc((size_t)max_ions * sizeof *gc->gview);
-        g->work_bytes += (size_t)max_ni * (size_t)(G_ION + 5 * max_ions) * sizeof *gc->gat;
+        g->work_bytes += (size_t)max_ni * (size_t)(G_ION + 4 * max_ions) * sizeof *gc->gat;
         if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
