@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "grad/grad_gather.h"
 #include "grad/grad_ion.h"
 #include "grad/grad_events.h"
 #include "mech/blocks.h"
@@ -263,52 +264,6 @@ static void initialize(const ns_grad_t *g, gcell *gc, double *F, double *snap) {
 
 enum { PH_INIT, PH_CURRENT, PH_STATE };
 
-/* A block whose instances sit at the nodes of a node_index: its product's
- * loop would read v and the ions through it and add to l_v through it (a
- * scatter, which AVX2 has not: the loop stays scalar). pk is bound instead
- * to the values the product reads gathered into contiguous arrays (v, the
- * ions' views, area and diam at the instances), node_index NULL, so that it
- * runs the contiguous loop (vectorised where the compiler can) with l_v's
- * rows at gc->gat (zeroed; the caller adds them to l_v at the nodes: each
- * product adds one term to an instance's l_v, so the bits are the same). */
-enum { G_LV, G_V, G_AREA, G_DIAM, G_ION };
-static double *gather_block(gcell *gc, ns_mech_ppack *pk, const ns_mech_desc *d) {
-    const int64_t ni = pk->n;
-    const int *node = pk->node_index;
-    double *lv = gc->gat + G_LV * ni, *v = gc->gat + G_V * ni;
-    memset(lv, 0, (size_t)ni * sizeof *lv);
-    for (int64_t i = 0; i < ni; ++i) v[i] = pk->v[node[i]];
-    double *area = pk->area ? gc->gat + G_AREA * ni : NULL, *diam = pk->diam ? gc->gat + G_DIAM * ni : NULL;
-    for (int64_t i = 0; area && i < ni; ++i) area[i] = pk->area[node[i]];
-    for (int64_t i = 0; diam && i < ni; ++i) diam[i] = pk->diam[node[i]];
-    /* the ion values the derivative code reads (nmodl_diff.c's copies: those the mechanism reads or
-     * whose concentration it writes; never didv) */
-    enum { RD_E = NS_MECH_ION_READ_E | NS_MECH_ION_WRITE_E, RD_CI = NS_MECH_ION_READ_CI | NS_MECH_ION_WRITE_CI,
-           RD_CO = NS_MECH_ION_READ_CO | NS_MECH_ION_WRITE_CO };
-    for (int u = 0; u < d->n_ions; ++u) {
-        const ns_mech_ion_view *iv = &pk->ion[u];
-        const unsigned fl = d->ions[u].flags;
-        const int *ix = iv->index ? iv->index : node;
-        double *const src[4] = {fl & RD_E ? iv->e : NULL, fl & RD_CI ? iv->ci : NULL, fl & RD_CO ? iv->co : NULL,
-                                fl & NS_MECH_ION_READ_I ? iv->i : NULL};
-        ns_mech_ion_view *gv = &gc->gview[u];
-        double **dst[4] = {&gv->e, &gv->ci, &gv->co, &gv->i};
-        for (int w = 0; w < 4; ++w) {
-            double *to = *dst[w] = src[w] ? gc->gat + (G_ION + 4 * u + w) * ni : NULL;
-            for (int64_t i = 0; to && i < ni; ++i) to[i] = src[w][ix[i]];
-        }
-        gv->didv = NULL;
-        gv->index = NULL;
-    }
-    pk->v = v;
-    pk->area = area;
-    pk->diam = diam;
-    pk->ion = d->n_ions ? gc->gview : pk->ion;
-    pk->node_index = NULL;
-    pk->node_begin = 0;
-    return lv;
-}
-
 /* l_in += J^T l_out for mechanism k's phase at (v, F): l_out has the
  * fields' adjoints then (PH_CURRENT) those of its rhs and d contributions;
  * l_v (per node) and l_F (its fields) accumulate, and the adjoints of the
@@ -351,7 +306,7 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
         for (int f = 0; f < nf; ++f) gc->fptr[f] = (double *)F + (int64_t)f * ni;
         pk.field = gc->fptr;
         const int gathered = pk.node_index != NULL;
-        double *lv = gathered ? gather_block(gc, &pk, d) : l_v;
+        double *lv = gathered ? ggather(gc->gat, gc->gview, &pk, d) : l_v;
         /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
          * rows of a mechanism without live ions are scratch, never read */
         double *lgi = gc->jac;
@@ -923,9 +878,9 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->snap = n_snap ? malloc(n_snap * sizeof *gc->snap) : NULL;
         g->work_bytes += n_snap * sizeof *gc->snap;
         gc->fptr = malloc((size_t)max_nf * sizeof *gc->fptr);
-        gc->gat = malloc((size_t)max_ni * (size_t)(G_ION + 4 * max_ions) * sizeof *gc->gat);
+        gc->gat = malloc(ggather_doubles(max_ni, max_ions) * sizeof *gc->gat);
         gc->gview = malloc((size_t)max_ions * sizeof *gc->gview);
-        g->work_bytes += (size_t)max_ni * (size_t)(G_ION + 4 * max_ions) * sizeof *gc->gat;
+        g->work_bytes += ggather_doubles(max_ni, max_ions) * sizeof *gc->gat;
         if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
