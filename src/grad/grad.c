@@ -60,7 +60,7 @@ typedef struct gcell {
     double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
     double *ck;          /* during a run: the checkpoints, then one segment's states */
     double **fptr;       /* a block product's field arrays (mech_vjp): room for the most fields */
-    double *gat;         /* a node_index block's gathered values (gather_block) */
+    double *gat;         /* a node_index block's gathered values (grad_gather.h) */
     ns_mech_ion_view *gview; /* and its ion views */
 } gcell;
 
