@@ -228,4 +228,12 @@ static inline double grad_fd_cases(setup *su, const variant *base, const fd_case
     return vmax;
 }
 
+/* grad_fd_cases' objects and su freed */
+static inline void grad_fd_free(setup *su, ns_grad_t *g, ns_sim_t *sim, ns_sim_model_t *m) {
+    ns_grad_destroy(g);
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(m);
+    setup_free(su);
+}
+
 #endif

@@ -64,10 +64,7 @@ int main(void) {
     const double vmax = grad_fd_cases(&su, &base, cases, N, 1e-6, grad, &L, &g, &sim, &m, &vmin);
     /* the soma's vh is -40: the joints at -70, -40 and -10 mV */
     CHECK_MSG(vmin < -70.0 && vmax > -10.0, "the soma visits all four pieces (v from %.3g to %.3g mV)", vmin, vmax);
-    ns_grad_destroy(g);
-    ns_sim_destroy(sim);
-    ns_sim_model_destroy(m);
-    setup_free(&su);
+    grad_fd_free(&su, g, sim, m);
     ns_mech_library_close(lib);
     tmpdir_remove();
     return check_summary("test_grad_nestif");
