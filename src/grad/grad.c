@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "grad/grad_gather.h"
 #include "grad/grad_ion.h"
 #include "grad/grad_events.h"
 #include "mech/blocks.h"
@@ -58,6 +59,9 @@ typedef struct gcell {
     double l_vinit;
     double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
     double *ck;          /* during a run: the checkpoints, then one segment's states */
+    double **fptr;       /* a block product's field arrays (mech_vjp): room for the most fields */
+    double *gat;         /* a node_index block's gathered values (grad_gather.h) */
+    ns_mech_ion_view *gview; /* and its ion views */
 } gcell;
 
 struct ns_grad {
@@ -270,7 +274,9 @@ enum { PH_INIT, PH_CURRENT, PH_STATE };
  * or 6 per instance (its outputs' adjoints gathered, its inputs' spread;
  * none where they are all zero). The two give the same bits. PH_INIT takes
  * v and the parameters as inputs (the rest are zeros before INITIAL: their
- * rows of l_F are not read). The block's fields are left at F's. With
+ * rows of l_F are not read). The block products read v and F where they
+ * are (the translator's products read the fields and v and write neither);
+ * the per-instance ones from the block, F copied into it. With
  * live ions, lion is the ion part's adjoints (grad_ion.h) and the block's
  * ions hold the values the phase reads: the ion values it writes take
  * their adjoints into l_out first, and those it reads get their lanes'. */
@@ -292,25 +298,31 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
     void (*vjpc)(ns_mech_ppack *, const double *, double *, double *, double *) =
         !g->ci[k] ? NULL : phase == PH_INIT ? d->vjp_init_n_ci : phase == PH_CURRENT ? d->vjp_current_n_ci : d->vjp_state_n_ci;
     if (vjpc) vjpn = vjpc;
-    double *vp = gc->out, *lo = gc->jac, *li = gc->jac + n_out;
-    memcpy(vp, v, (size_t)gc->n * sizeof *v);
-    put_fields(gc, k, nf, ni, F);
-    ns_mech_ppack *p = ns_model_block_bind(gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius);
     const unsigned char *want = g->gwant + g->goff[k];
     double *lg = gc->lglob + g->goff[k];
     if (lion) gion_out(g->ion, k, phase, ni, node, gc->n, l_out, lion);
     if (vjpn) {
+        ns_mech_ppack pk = *ns_model_block_bind(gc->mb, k, phase, (double *)v, t, sim->params.dt, sim->params.celsius);
+        for (int f = 0; f < nf; ++f) gc->fptr[f] = (double *)F + (int64_t)f * ni;
+        pk.field = gc->fptr;
+        const int gathered = pk.node_index != NULL;
+        double *lv = gathered ? ggather(gc->gat, gc->gview, &pk, d) : l_v;
         /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
          * rows of a mechanism without live ions are scratch, never read */
         double *lgi = gc->jac;
         const int live = lion && gion_uses(g->ion, k);
         memset(lgi, 0, (size_t)(ng + (live ? 4 * d->n_ions : 0)) * (size_t)ni * sizeof *lgi);
-        vjpn(p, l_out, l_v, l_F, lgi);
+        vjpn(&pk, l_out, lv, l_F, lgi);
+        for (int64_t i = 0; gathered && i < ni; ++i) l_v[node[i]] += lv[i];
         for (int q = 0; q < ng; ++q)
             for (int64_t i = 0; want[q] && i < ni; ++i) lg[q] += lgi[(int64_t)q * ni + i];
         if (live) gion_in(g->ion, g->model, k, ni, node, gc->n, l_F, lgi + (size_t)ng * (size_t)ni, lion);
         return;
     }
+    double *vp = gc->out, *lo = gc->jac, *li = gc->jac + n_out;
+    memcpy(vp, v, (size_t)gc->n * sizeof *v);
+    put_fields(gc, k, nf, ni, F);
+    ns_mech_ppack *p = ns_model_block_bind(gc->mb, k, phase, vp, t, sim->params.dt, sim->params.celsius);
     for (int64_t i = 0; i < ni; ++i) {
         int any = 0;
         for (int o = 0; o < n_out; ++o) any |= (lo[o] = l_out[o * ni + i]) != 0.0;
@@ -505,17 +517,18 @@ static int forward_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r, int64_t
     initialize(g, gc, gc->Fc, NULL);
     record(g, gc, r, 0);
     double t = 0.0;
-    /* one segment (every state kept): the forward pass writes its tape, and the reverse sweep
-     * recomputes nothing */
-    const int one = r->K >= r->steps; /* n_ck = 1 (segment_of: K <= steps) */
-    double *tape = gc->ck + (size_t)gc->S, *times = tape + (size_t)r->K * tape_of(gc);
+    /* the last segment (with one segment, the whole run: every state kept): the forward pass
+     * writes its tape, which the reverse sweep walks first without recomputing it */
+    const int64_t n_ck = (r->steps + r->K - 1) / r->K, n_last = (n_ck - 1) * r->K;
+    double *tape = gc->ck + (size_t)n_ck * (size_t)gc->S, *times = tape + (size_t)r->K * tape_of(gc);
     for (int64_t n = 0; n < r->steps; ++n) {
         if (n % r->K == 0) {
             save_state(g, gc, gc->ck + (size_t)(n / r->K) * (size_t)gc->S);
             ck_times(gc, r)[n / r->K] = t;
         }
-        if (one) times[n] = t;
-        if (step(g, gc, n, t, one ? tape + (size_t)n * tape_of(gc) : NULL, 0)) {
+        const int taped = n >= n_last;
+        if (taped) times[n - n_last] = t;
+        if (step(g, gc, n, t, taped ? tape + (size_t)(n - n_last) * tape_of(gc) : NULL, 0)) {
             int32_t bad = 0;
             while (bad < gc->n - 1 && isfinite(gc->v[bad])) ++bad;
             r->fault_step[c] = n + 1;
@@ -544,7 +557,7 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
         const int64_t n0 = c * r->K, n1 = n0 + r->K < r->steps ? n0 + r->K : r->steps;
         double t = ck_times(gc, r)[c]; /* the checkpoint's time, as the forward pass accumulated it */
         load_state(g, gc, gc->ck + (size_t)c * (size_t)gc->S);
-        for (int64_t q = n_ck == 1 ? n1 : n0; q < n1; ++q) { /* one segment: the forward pass taped it */
+        for (int64_t q = c == n_ck - 1 ? n1 : n0; q < n1; ++q) { /* the last: the forward pass taped it */
             times[q - n0] = t;
             step(g, gc, q, t, seg + (size_t)(q - n0) * R, q + 1 == n1);
             t = ns_sim_half_step(ns_sim_half_step(t, dt), dt);
@@ -766,6 +779,9 @@ void ns_grad_destroy(ns_grad_t *g) {
         free(gc->a);
         free(gc->lglob);
         free(gc->snap);
+        free(gc->fptr);
+        free(gc->gat);
+        free(gc->gview);
     }
     gion_free(g->ion);
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
@@ -831,9 +847,14 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->ev = gev_cell_of(g->ev, c);
         gc->S = gc->n + gev_fields(gc->ev);
         int64_t max_out = 0, max_jac = 0;
+        int max_nf = 1, max_ions = 1;
+        int64_t max_ni = 1;
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
+            if (d->n_fields > max_nf) max_nf = d->n_fields;
+            if (d->n_ions > max_ions) max_ions = d->n_ions;
+            if (ni > max_ni) max_ni = ni;
             const int64_t m = (int64_t)(d->n_fields + 2) * ni, nio = 4 * d->n_ions,
                           j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals + nio) +
                               (d->n_globals + nio) * ni;
@@ -856,7 +877,11 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         const size_t n_snap = (size_t)(sim->model->n_mechs + 1) * (size_t)(gc->S - gc->o_ion);
         gc->snap = n_snap ? malloc(n_snap * sizeof *gc->snap) : NULL;
         g->work_bytes += n_snap * sizeof *gc->snap;
-        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap)) {
+        gc->fptr = malloc((size_t)max_nf * sizeof *gc->fptr);
+        gc->gat = malloc(ggather_doubles(max_ni, max_ions) * sizeof *gc->gat);
+        gc->gview = malloc((size_t)max_ions * sizeof *gc->gview);
+        g->work_bytes += ggather_doubles(max_ni, max_ions) * sizeof *gc->gat;
+        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
         }

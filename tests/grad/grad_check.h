@@ -171,11 +171,13 @@ static double central_difference(const setup *su, const variant *base, const cha
     return (8.0 * (Lpm[1] - Lpm[0]) - (Lpm[3] - Lpm[2])) / (12.0 * h);
 }
 
-/* A parameter checked against central differences: where, name (as ns_grad_add_param) and
- * the differences' step relative to its value */
+/* A parameter checked against central differences: where, name (as ns_grad_add_param), the
+ * differences' step relative to its value and, where it differs from where, the differences'
+ * where (a GLOBAL: "global", the model file's global.NAME) */
 typedef struct fd_case {
     const char *where, *name;
     double rel_h;
+    const char *fd_where;
 } fd_case;
 
 /* grad[k], the adjoint of g's parameter k (added in the order of cases), against the central
@@ -185,8 +187,9 @@ static inline void check_against_fd(const setup *su, const variant *base, const 
     for (int k = 0; g && k < n; ++k) {
         double value = 0.0;
         CHECK_OK(ns_grad_get_param(g, k, &value));
-        const double fd = central_difference(su, base, cases[k].where, cases[k].name, value,
-                                             cases[k].rel_h * fabs(value));
+        const char *fd_where = cases[k].fd_where ? cases[k].fd_where : cases[k].where;
+        const double fd =
+            central_difference(su, base, fd_where, cases[k].name, value, cases[k].rel_h * fabs(value));
         const double err = check_rel(grad[k], fd);
         printf("  %-5s %-24s adjoint % .12e  central differences % .12e  relative %.2e\n", cases[k].where,
                cases[k].name, grad[k], fd, err);
@@ -197,11 +200,12 @@ static inline void check_against_fd(const setup *su, const variant *base, const 
 
 /* One cell of su with the model base, cell 0's parameters of cases: the gradient of the loss on
  * its three traces (the loss against the simulation's to 1e-12), then each case against central
- * differences within tol. Returns the soma's highest v; *g_out, *sim_out and *m_out stay for the
- * caller's further checks (it destroys them), with grad and *L. */
+ * differences within tol. Returns the soma's highest v (and in *vmin, unless NULL, its lowest);
+ * *g_out, *sim_out and *m_out stay for the caller's further checks (it destroys them), with grad
+ * and *L. */
 static inline double grad_fd_cases(setup *su, const variant *base, const fd_case *cases, int n, double tol,
                                    double *grad, double *L, ns_grad_t **g_out, ns_sim_t **sim_out,
-                                   ns_sim_model_t **m_out) {
+                                   ns_sim_model_t **m_out, double *vmin) {
     ns_sim_t *sim = make_sim(su, su->cell, 1, base, m_out);
     add_io(sim, su, 1);
     ns_grad_t *g = NULL;
@@ -210,14 +214,26 @@ static inline double grad_fd_cases(setup *su, const variant *base, const fd_case
     double *tr = calloc((size_t)su->samples * 3, sizeof *tr);
     ns_grad_loss loss = {su->target, su->weight, NULL};
     CHECK_OK(ns_grad_run(g, su->steps, &loss, L, grad, tr));
-    double vmax = -1e9;
-    for (int64_t q = 0; tr && q < su->samples; ++q) vmax = fmax(vmax, tr[3 * q]);
+    double vmax = -1e9, vlow = 1e9;
+    for (int64_t q = 0; tr && q < su->samples; ++q) {
+        vmax = fmax(vmax, tr[3 * q]);
+        vlow = fmin(vlow, tr[3 * q]);
+    }
+    if (vmin) *vmin = vlow;
     free(tr);
     CHECK_MSG(check_rel(*L, sim_loss(su, su->cell, base)) <= 1e-12, "loss %.17g vs the simulation's", *L);
     check_against_fd(su, base, g, cases, n, grad, tol);
     *g_out = g;
     *sim_out = sim;
     return vmax;
+}
+
+/* grad_fd_cases' objects and su freed */
+static inline void grad_fd_free(setup *su, ns_grad_t *g, ns_sim_t *sim, ns_sim_model_t *m) {
+    ns_grad_destroy(g);
+    ns_sim_destroy(sim);
+    ns_sim_model_destroy(m);
+    setup_free(su);
 }
 
 #endif

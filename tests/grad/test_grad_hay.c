@@ -35,20 +35,18 @@ int main(void) {
     if (setup_init(&su, "l5pc_bbp_axon.swc", 100.0, 0.0, text, lib, STEPS) < 0) return check_summary("test_grad_hay");
     su.amp = 2.0;
     const variant base = {NULL, 100.0, 1.0, 1.0, -80.0};
-    static const fd_case cases[] = {{"soma", "gCa_HVAbar_Ca_HVA", 1e-3},   {"soma", "gSK_E2bar_SK_E2", 1e-3},
-                                    {"soma", "gamma_CaDynamics_E2", 1e-3}, {"soma", "gCa_LVAstbar_Ca_LVAst", 1e-3},
-                                    {"soma", "gNaTa_tbar_NaTa_t", 1e-3},   {"axon", "gNaTa_tbar_NaTa_t", 1e-3},
-                                    {"soma", "gSKv3_1bar_SKv3_1", 1e-3}};
+    static const fd_case cases[] = {{"soma", "gCa_HVAbar_Ca_HVA", 1e-3, NULL},    {"soma", "gSK_E2bar_SK_E2", 1e-3, NULL},
+                                    {"soma", "gamma_CaDynamics_E2", 1e-3, NULL},  {"soma", "gCa_LVAstbar_Ca_LVAst", 1e-3, NULL},
+                                    {"soma", "gNaTa_tbar_NaTa_t", 1e-3, NULL},    {"axon", "gNaTa_tbar_NaTa_t", 1e-3, NULL},
+                                    {"soma", "gSKv3_1bar_SKv3_1", 1e-3, NULL}};
     enum { N_CASES = (int)(sizeof cases / sizeof *cases) };
     ns_sim_model_t *m = NULL;
     ns_sim_t *sim = NULL;
     ns_grad_t *g = NULL;
     double grad[N_CASES], L = 0.0;
-    printf("  the soma's highest v: %.3f mV\n", grad_fd_cases(&su, &base, cases, N_CASES, 1e-6, grad, &L, &g, &sim, &m));
-    ns_grad_destroy(g);
-    ns_sim_destroy(sim);
-    ns_sim_model_destroy(m);
-    setup_free(&su);
+    printf("  the soma's highest v: %.3f mV\n",
+           grad_fd_cases(&su, &base, cases, N_CASES, 1e-6, grad, &L, &g, &sim, &m, NULL));
+    grad_fd_free(&su, g, sim, m);
     ns_mech_library_close(lib);
     tmpdir_remove();
     return check_summary("test_grad_hay");

@@ -59,16 +59,16 @@ int main(void) {
     if (setup_init(&su, "ca1_ko20x-07.swc", 100.0, 0.0, CELL, lib, STEPS) < 0) return check_summary("test_grad_ion");
     su.amp = 3.0;
     const variant base = {NULL, 100.0, 1.0, 1.0, -70.0};
-    static const fd_case cases[] = {{"soma", "gamma_CaDynamics_E2", 1e-3},   {"soma", "decay_CaDynamics_E2", 1e-2},
-                                    {"soma", "gCa_HVAbar_Ca_HVA", 1e-3},     {"soma", "gSK_E2bar_SK_E2", 1e-3},
-                                    {"soma", "initCai_CaDynamics_E2", 1e-2}, {"soma", "gCa_LVAstbar_Ca_LVAst", 1e-3},
-                                    {"soma", "minCai_CaDynamics_E2", 1e-2}};
+    static const fd_case cases[] = {{"soma", "gamma_CaDynamics_E2", 1e-3, NULL},    {"soma", "decay_CaDynamics_E2", 1e-2, NULL},
+                                    {"soma", "gCa_HVAbar_Ca_HVA", 1e-3, NULL},      {"soma", "gSK_E2bar_SK_E2", 1e-3, NULL},
+                                    {"soma", "initCai_CaDynamics_E2", 1e-2, NULL},  {"soma", "gCa_LVAstbar_Ca_LVAst", 1e-3, NULL},
+                                    {"soma", "minCai_CaDynamics_E2", 1e-2, NULL}};
     enum { N_CASES = (int)(sizeof cases / sizeof *cases) };
     ns_sim_model_t *m = NULL;
     ns_sim_t *sim = NULL;
     ns_grad_t *g = NULL;
     double grad[N_CASES], L = 0.0;
-    const double vmax = grad_fd_cases(&su, &base, cases, N_CASES, 1e-6, grad, &L, &g, &sim, &m);
+    const double vmax = grad_fd_cases(&su, &base, cases, N_CASES, 1e-6, grad, &L, &g, &sim, &m, NULL);
     CHECK_MSG(vmax > 0.0, "the soma spikes in the run (max v %.3g mV)", vmax);
     /* checkpoints every 7 steps (the ions recomputed from them): the same bits */
     ns_grad_options o;
