@@ -436,6 +436,7 @@ int main(void) {
         const ns_mech_desc *fd = NULL;
         if (fl) CHECK_OK(ns_mech_library_find(fl, "ftab", &fd));
         CHECK_MSG(fd && fd->cuda_state && !fd->cuda_why_not, "ftab: %s", fd && fd->cuda_why_not ? fd->cuda_why_not : "");
+        CHECK(fd && fd->fused_index >= 0 && fd->cuda_fused_current); /* a member of its library's fused launches */
         ns_sim_model_t *fm = NULL;
         if (fl) CHECK_OK(ns_sim_model_create(fl, &fm));
         if (fm) CHECK_OK(ns_sim_model_parse(fm, FTAB_MODEL, strlen(FTAB_MODEL), "ftab.model"));
@@ -448,6 +449,12 @@ int main(void) {
             CHECK(run(NS_BACKEND_CUDA, 1, l5, 2, &fp, fm, 100.0, 0.8, &fg) == 0);
             CHECK(run(NS_BACKEND_CPU, 1, l5, 2, &fp, fm, 100.0, 0.8, &fc) == 0);
             compare("hh + ftab (FUNCTION_TABLEs), 2 cells, GPU vs CPU", &fg, &fc, 2, 1e-6, 1e-6, 1e-5);
+            /* ftab in the library's fused launches (their ppacks carry the tables): the same bits */
+            run_out fs;
+            memset(&fs, 0, sizeof fs);
+            CHECK(run_path(NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_STEP, 1, l5, 2, &fp, fm, 100.0, 0.8, &fs) == 0);
+            CHECK_MSG(same_bits(&fs, &fg), "hh + ftab: the fused launches and one launch per mechanism differ");
+            free_out(&fs);
         }
         free_out(&fg);
         free_out(&fc);
