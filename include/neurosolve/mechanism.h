@@ -457,14 +457,16 @@ enum {
 };
 
 /* ABI 6: one launch per phase for all of a library's density mechanisms
- * (docs/mechanisms.md, "One launch per phase"). A thread per node of a GPU
- * group reads v once, calls the per-instance function of each mechanism
- * inserted at the node in the order of `slots` (the model's), accumulates
- * rhs and d in registers and writes them once (current), or after each
- * state() that writes a concentration sets e by Nernst at the node where
- * `nernst` says so (state). Deterministic: a node's sums in the order of the
- * per-mechanism launches, no atomics. Everything is device memory but the
- * structure itself (passed by value). */
+ * (docs/mechanisms.md, "One launch per phase"). current: a thread per node
+ * of a GPU group reads v once, calls the per-instance function of each
+ * mechanism inserted at the node in the order of `slots` (the model's),
+ * accumulates rhs and d in registers and writes them once. state: thread x
+ * runs instance x of each slot in turn, and after one that writes a
+ * concentration sets e by Nernst at its node where `nernst` says so; the
+ * caller ends a state launch after each such slot (a later slot's state()
+ * may read the concentration). Deterministic: a node's sums in the order of
+ * the per-mechanism launches, no atomics. Everything is device memory but
+ * the structure itself (passed by value). */
 #define NS_MECH_FUSED_IONS 8
 typedef struct ns_mech_fused_slot {
     int32_t index;    /* the mechanism's ns_mech_desc.fused_index */

@@ -68,9 +68,9 @@ static ns_status write_file(const char *work, const char *name, const ftext *t, 
     return NS_OK;
 }
 
-/* The kernels' fixed part: a member's ppack at one node (v, rhs and d the
- * thread's locals, the per-node arrays offset to the node, node_ 0), the
- * node's entries, and the phases' loop around the cases. */
+/* The kernels' fixed part: a member's ppack at one node for current() (v,
+ * rhs and d the thread's locals, the per-node arrays offset to the node,
+ * node_ 0) and over its instances for state(). */
 static const char *const bind =
     "namespace {\n"
     "// the ppack of slot s's mechanism at node x: v, rhs, d the thread's locals, the per-node arrays from x\n"
@@ -89,6 +89,7 @@ static const char *const bind =
     "    p.field = s.field;\n"
     "    p.global = s.global;\n"
     "    p.table = s.table;\n"
+    "    p.ftable = s.ftable;\n"
     "#pragma unroll\n"
     "    for (int j = 0; j < NI; ++j) {\n"
     "        const ns_mech_ion_view w = s.ion[j];\n"
@@ -98,25 +99,42 @@ static const char *const bind =
     "    p.ion = ion;\n"
     "    p.area = s.area ? s.area + x : nullptr;\n"
     "    p.diam = s.diam ? s.diam + x : nullptr;\n"
+    "}\n\n"
+    "// the ppack of slot s's instances as its own launches take it, with the launch's t, dt, celsius\n"
+    "__device__ __forceinline__ void nsm_fused_bind_one(ns_mech_ppack &p, const ns_mech_ppack &s, double t, double dt,\n"
+    "                                                   double celsius) {\n"
+    "    p = ns_mech_ppack{};\n"
+    "    p.n = s.n;\n"
+    "    p.node_begin = s.node_begin;\n"
+    "    p.node_index = s.node_index;\n"
+    "    p.t = t;\n"
+    "    p.dt = dt;\n"
+    "    p.celsius = celsius;\n"
+    "    p.v = s.v;\n"
+    "    p.rhs = s.rhs;\n"
+    "    p.d = s.d;\n"
+    "    p.field = s.field;\n"
+    "    p.global = s.global;\n"
+    "    p.table = s.table;\n"
+    "    p.ftable = s.ftable;\n"
+    "    p.ion = s.ion;\n"
+    "    p.area = s.area;\n"
+    "    p.diam = s.diam;\n"
     "}\n\n";
 
-/* Each member's case is a function of its own, not inlined: inlined into one
- * switch the cases' registers added up (181 for the BBP library's state(),
- * 8 warps per SM), called they take the largest case's (70; sm_90, nvcc
- * 13.0). v, rhs and d go in and out by value, so nothing is on a stack. */
+/* current(): a thread per node. Each member's case is inlined (v, rhs and
+ * d in and out by value): for the BBP library's 12 mechanisms 57 registers
+ * and 1,136 instructions, called cases 60 and 1,304 (sm_90, nvcc 13.0). */
 static const char *const head =
-    "// STATE 0: current() of every member at the node into rhs and d (from their values), one write;\n"
-    "// 1: state(), then e by Nernst after a concentration writer where its slot says\n"
-    "template <int STATE>\n"
-    "__global__ void nsm_library_k_fused(ns_mech_fused f) {\n"
+    "// current() of every member at the node into rhs and d (from their values), one write\n"
+    "__global__ void nsm_library_k_current(ns_mech_fused f) {\n"
     "    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (x >= f.nodes) return;\n"
     "    const int32_t c = f.node_cell[x];\n"
     "    const int32_t r = f.cell_row[c] + (int32_t)(x - f.cell_base[c]);\n"
     "    const int32_t e0 = f.row_begin[r], e1 = f.row_begin[r + 1];\n"
     "    if (e0 == e1) return;\n"
-    "    double vl = f.v[x], rl = 0.0, dl = 0.0;\n"
-    "    if (!STATE) rl = f.rhs[x], dl = f.d[x];\n"
+    "    double vl = f.v[x], rl = f.rhs[x], dl = f.d[x];\n"
     "    const double t = f.t_dev ? *f.t_dev : f.t;\n"
     "    bool any = false;\n"
     "    for (int32_t e = e0; e < e1; ++e) {\n"
@@ -128,29 +146,55 @@ static const char *const head =
     "        const int q = f.cell_inst[(int64_t)c * f.n_slots + s] + (code & 0xFFFFFF);\n"
     "        switch (sl.index) {\n";
 
+/* state(): thread x runs instance x of each slot in turn (a density
+ * mechanism has at most one instance per node, so nodes threads cover every
+ * slot), as the per-mechanism launches do: a warp's threads run one
+ * mechanism on consecutive instances, and only the tail of a slot idles.
+ * Slot s + 1 at instance x may run before slot s at another: the caller ends
+ * a launch after a member that writes a concentration (whose Nernst follows
+ * it at the instance's node), so that no state() reads what another in the
+ * same launch writes. */
+static const char *const state_head =
+    "// state() of slots [slot_lo, slot_hi), instance x of each, then e by Nernst after a concentration writer\n"
+    "__global__ void nsm_library_k_state(ns_mech_fused f) {\n"
+    "    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (x >= f.nodes) return;\n"
+    "    const double t = f.t_dev ? *f.t_dev : f.t;\n"
+    "    for (int32_t s = f.slot_lo; s < f.slot_hi; ++s) {\n"
+    "        const ns_mech_fused_slot &sl = f.slots[s];\n"
+    "        if (x >= sl.p.n) continue;\n"
+    "        const int i = (int)x;\n"
+    "        const int node = sl.p.node_index ? sl.p.node_index[i] : sl.p.node_begin + i;\n"
+    "        switch (sl.index) {\n";
+
 static const char *const tail =
     "        default: break;\n"
     "        }\n"
-    "        if (STATE)\n"
-    "            for (int j = 0; j < sl.n_ions && j < NS_MECH_FUSED_IONS; ++j)\n"
-    "                if (sl.nernst[j] && sl.nernst[j][x]) {\n"
-    "                    const ns_mech_ion_view w = sl.p.ion[j];\n"
-    "                    w.e[x] = ns_mech_nernst_ktf(w.ci[x], w.co[x], sl.charge[j], f.ktf);\n"
-    "                }\n"
     "    }\n"
-    "    if (!STATE && any) f.rhs[x] = rl, f.d[x] = dl;\n"
+    "    if (any) f.rhs[x] = rl, f.d[x] = dl;\n"
+    "}\n\n";
+
+static const char *const state_tail =
+    "        default: break;\n"
+    "        }\n"
+    "        for (int j = 0; j < sl.n_ions && j < NS_MECH_FUSED_IONS; ++j)\n"
+    "            if (sl.nernst[j] && sl.nernst[j][node]) {\n"
+    "                const ns_mech_ion_view w = sl.p.ion[j];\n"
+    "                w.e[node] = ns_mech_nernst_ktf(w.ci[node], w.co[node], sl.charge[j], f.ktf);\n"
+    "            }\n"
+    "    }\n"
     "}\n"
     "}  // namespace\n\n"
     "extern \"C\" int nsm_library_fused_current(const ns_mech_fused *f, void *stream) {\n"
     "    if (f->nodes <= 0) return 0;\n"
     "    const int threads = 128;\n"
-    "    nsm_library_k_fused<0><<<(unsigned)((f->nodes + threads - 1) / threads), threads, 0, (cudaStream_t)stream>>>(*f);\n"
+    "    nsm_library_k_current<<<(unsigned)((f->nodes + threads - 1) / threads), threads, 0, (cudaStream_t)stream>>>(*f);\n"
     "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n"
     "}\n"
     "extern \"C\" int nsm_library_fused_state(const ns_mech_fused *f, void *stream) {\n"
     "    if (f->nodes <= 0) return 0;\n"
     "    const int threads = 128;\n"
-    "    nsm_library_k_fused<1><<<(unsigned)((f->nodes + threads - 1) / threads), threads, 0, (cudaStream_t)stream>>>(*f);\n"
+    "    nsm_library_k_state<<<(unsigned)((f->nodes + threads - 1) / threads), threads, 0, (cudaStream_t)stream>>>(*f);\n"
     "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n"
     "}\n";
 
@@ -181,30 +225,39 @@ ns_status nm_write_fused(const char *work, const char *const *names, const int *
     for (size_t k = 0; k < n; ++k) {
         if (!member[k]) continue;
         fput(&cu,
-             "template <int STATE>\n"
-             "__device__ __noinline__ double2 nsm_fused_%s(const ns_mech_ppack &s, int64_t x, int q, double vl, double rl,\n"
-             "                                           double dl, double t, double dt, double celsius) {\n"
+             "__device__ __forceinline__ double2 nsm_fused_current_%s(const ns_mech_ppack &s, int64_t x, int q, double vl,\n"
+             "                                                   double rl, double dl, double t, double dt, double celsius) {\n"
              "    ns_mech_ppack p;\n"
              "    ns_mech_ion_view ion[%d];\n"
              "    nsm_fused_bind<%d>(p, ion, s, x, &vl, &rl, &dl, t, dt, celsius);\n"
-             "    if (STATE) nsm_%s_state_one(&p, q, 0);\n"
-             "    else nsm_%s_current_one(&p, q, 0);\n"
+             "    nsm_%s_current_one(&p, q, 0);\n"
              "    return make_double2(rl, dl);\n"
+             "}\n"
+             "__device__ __forceinline__ void nsm_fused_state_%s(const ns_mech_ppack &s, int i, int node, double t, double dt,\n"
+             "                                               double celsius) {\n"
+             "    ns_mech_ppack p;\n"
+             "    nsm_fused_bind_one(p, s, t, dt, celsius);\n"
+             "    nsm_%s_state_one(&p, i, node);\n"
              "}\n\n",
-             names[k], n_ions[k] > 0 ? n_ions[k] : 1, n_ions[k], names[k], names[k]);
+             names[k], n_ions[k] > 0 ? n_ions[k] : 1, n_ions[k], names[k], names[k], names[k]);
     }
     fput(&cu, "%s", head);
     for (size_t k = 0; k < n; ++k) {
         if (!member[k]) continue;
         fput(&cu,
              "        case NSM_FUSED_INDEX_%s: {\n"
-             "            const double2 r2 = nsm_fused_%s<STATE>(sl.p, x, q, vl, rl, dl, t, f.dt, f.celsius);\n"
+             "            const double2 r2 = nsm_fused_current_%s(sl.p, x, q, vl, rl, dl, t, f.dt, f.celsius);\n"
              "            rl = r2.x, dl = r2.y;\n"
              "            break;\n"
              "        }\n",
              names[k], names[k]);
     }
-    fput(&cu, "%s", tail);
+    fput(&cu, "%s%s", tail, state_head);
+    for (size_t k = 0; k < n; ++k)
+        if (member[k])
+            fput(&cu, "        case NSM_FUSED_INDEX_%s: nsm_fused_state_%s(sl.p, i, node, t, f.dt, f.celsius); break;\n",
+                 names[k], names[k]);
+    fput(&cu, "%s", state_tail);
     ns_status s = write_file(work, "nsm_library_fused.h", &h, NULL);
     if (!s) s = write_file(work, "nsm_library_fused.cu", &cu, cu_path);
     free(h.s);

@@ -131,6 +131,13 @@ static int run(ns_backend backend, int n_shapes, ns_cell_t **cells, int cells_pe
     return run_path(backend, NS_SIM_GPU_MECHANISMS_AUTO, n_shapes, cells, cells_per, p, model, tstop, amp, out);
 }
 
+/* the same traces and spikes, bit for bit */
+static int same_bits(const run_out *a, const run_out *b) {
+    return a->traces && b->traces && a->samples == b->samples && a->sites == b->sites &&
+           memcmp(a->traces, b->traces, (size_t)(a->samples * a->sites) * sizeof(double)) == 0 &&
+           memcmp(a->spikes, b->spikes, sizeof a->spikes) == 0 && memcmp(a->n_spikes, b->n_spikes, sizeof a->n_spikes) == 0;
+}
+
 static void compare(const char *what, const run_out *a, const run_out *b, int64_t cells, double tol_t, double tol_rms,
                     double tol_max) {
     CHECK(a->samples == b->samples && a->sites == b->sites);
@@ -375,16 +382,14 @@ int main(void) {
     /* the step replayed as a CUDA graph (pas: no t read; no network) */
     CHECK_MSG(g.graph == 1, "the per-step path ran without its graph (%s)", g.graph_why);
     printf("BBP: per step with the library's fused launches, graph %d (refused: '%s')\n", g.graph, g.graph_why);
-    /* deterministic: the same run again gives the same bits */
+    /* deterministic: the same run again gives the same bits (a state launch that ran a member
+     * reading cai with the CaDynamics_E2 that writes it would race here) */
     {
         run_out g2;
         memset(&g2, 0, sizeof g2);
-        CHECK(run(NS_BACKEND_CUDA, 1, l5, 2, &p, model, 300.0, 0.8, &g2) == 0);
+        CHECK(run_path(NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_STEP, 1, l5, 2, &p, model, 300.0, 0.8, &g2) == 0);
         CHECK(g2.samples == g.samples && g2.sites == g.sites);
-        CHECK_MSG(g2.traces && g.traces && g2.samples == g.samples && g2.sites == g.sites &&
-                      memcmp(g2.traces, g.traces, (size_t)(g.samples * g.sites) * sizeof(double)) == 0 &&
-                      memcmp(g2.spikes, g.spikes, sizeof g.spikes) == 0 && memcmp(g2.n_spikes, g.n_spikes, sizeof g.n_spikes) == 0,
-                  "BBP: two GPU runs differ");
+        CHECK_MSG(same_bits(&g2, &g), "BBP: two GPU runs differ");
         free_out(&g2);
     }
     /* one launch per mechanism (the path before ABI 6, no graph): the same model against the CPU
@@ -396,6 +401,8 @@ int main(void) {
         CHECK(pm.path == NS_SIM_GPU_MECHANISMS_PER_MECHANISM && pm.graph == 0);
         compare("BBP layer 5 model, 2 cells, GPU per mechanism vs CPU", &pm, &c, 2, 1e-4, 1e-4, 1e-2);
         compare("BBP layer 5 model, 2 cells, GPU fused launches vs per mechanism", &g, &pm, 2, 1e-4, 1e-4, 1e-2);
+        /* the same per-instance functions in the same order per node: the same bits */
+        CHECK_MSG(same_bits(&pm, &g), "BBP: the fused launches and one launch per mechanism differ");
         free_out(&pm);
     }
     {
@@ -429,6 +436,7 @@ int main(void) {
         const ns_mech_desc *fd = NULL;
         if (fl) CHECK_OK(ns_mech_library_find(fl, "ftab", &fd));
         CHECK_MSG(fd && fd->cuda_state && !fd->cuda_why_not, "ftab: %s", fd && fd->cuda_why_not ? fd->cuda_why_not : "");
+        CHECK(fd && fd->fused_index >= 0 && fd->cuda_fused_current); /* a member of its library's fused launches */
         ns_sim_model_t *fm = NULL;
         if (fl) CHECK_OK(ns_sim_model_create(fl, &fm));
         if (fm) CHECK_OK(ns_sim_model_parse(fm, FTAB_MODEL, strlen(FTAB_MODEL), "ftab.model"));
@@ -441,6 +449,12 @@ int main(void) {
             CHECK(run(NS_BACKEND_CUDA, 1, l5, 2, &fp, fm, 100.0, 0.8, &fg) == 0);
             CHECK(run(NS_BACKEND_CPU, 1, l5, 2, &fp, fm, 100.0, 0.8, &fc) == 0);
             compare("hh + ftab (FUNCTION_TABLEs), 2 cells, GPU vs CPU", &fg, &fc, 2, 1e-6, 1e-6, 1e-5);
+            /* ftab in the library's fused launches (their ppacks carry the tables): the same bits */
+            run_out fs;
+            memset(&fs, 0, sizeof fs);
+            CHECK(run_path(NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_STEP, 1, l5, 2, &fp, fm, 100.0, 0.8, &fs) == 0);
+            CHECK_MSG(same_bits(&fs, &fg), "hh + ftab: the fused launches and one launch per mechanism differ");
+            free_out(&fs);
         }
         free_out(&fg);
         free_out(&fc);

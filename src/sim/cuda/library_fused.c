@@ -162,6 +162,11 @@ ns_status ns_gpu_libfused_create(const ns_sim_t *sim, const ns_mech_ppack *const
             st = ns_fail(NS_ERR_INTERNAL, "simulation: %s uses %d ions in the fused launches", dk->name, dk->n_ions);
             break;
         }
+        if (pp[k]->n > cell_base[cells]) { /* the state launch's thread x runs instance x of each slot */
+            st = ns_fail(NS_ERR_INTERNAL, "simulation: %d instances of %s on %lld nodes", pp[k]->n, dk->name,
+                         (long long)cell_base[cells]);
+            break;
+        }
         ns_mech_fused_slot *sl = &slots[n_slots];
         sl->index = dk->fused_index;
         sl->n_ions = dk->n_ions;

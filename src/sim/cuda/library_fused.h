@@ -1,8 +1,10 @@
 /* Private: the per-step path's fused launches of a library (mechanism ABI 6,
  * include/neurosolve/mechanism.h's ns_mech_fused): the model's mechanisms
  * that are members of their library's launches run in one launch per phase
- * (a thread per node of the tree group, each inserted member's per-instance
- * function in the model's order, rhs and d in registers), the others one
+ * (current: a thread per node of the tree group, each inserted member's
+ * per-instance function in the model's order, rhs and d in registers;
+ * state: a thread per instance of each member in turn, a launch ending
+ * after a concentration writer), the others one
  * launch per mechanism (sim/cuda/mechanisms.c). The maps (a node's members
  * and their instances) are built here at create, over the storage of
  * sim/cuda/mechanisms.c. The rule: sim/policy.h, ns_sim_library_fused_rule;
