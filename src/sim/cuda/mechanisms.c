@@ -45,10 +45,50 @@ int ns_gpu_model_time_free(const gpu_model *g) {
     return g->n_points == 0;
 }
 
+ns_status ns_gpu_host_hook(const ns_mech_desc *d, int h, double *f, int64_t cnt, const double *glob,
+                           const char *when) {
+    double **fp = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *fp);
+    double *g = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof *g);
+    if (!fp || !g) {
+        free(fp), free(g);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: the host's %s of %s", h == NS_MECH_DESTRUCTOR ?
+                       "DESTRUCTOR" : "CONSTRUCTOR", d->name);
+    }
+    for (int k = 0; k < d->n_fields; ++k) fp[k] = f + (size_t)k * (size_t)cnt;
+    memcpy(g, glob, (size_t)d->n_globals * sizeof *g);
+    ns_mech_error e;
+    memset(&e, 0, sizeof e);
+    ns_mech_ppack p;
+    memset(&p, 0, sizeof p);
+    p.n = (int)cnt;
+    p.field = fp;
+    p.global = g;
+    p.error = &e;
+    d->hooks[h](&p);
+    free(fp), free(g);
+    if (e.set) return ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", e.file, e.line, e.mech, e.msg, when);
+    return NS_OK;
+}
+
+void ns_gpu_destruct(const ns_mech_desc *d, const gpu_mech *gm) {
+    if (!d->hooks[NS_MECH_DESTRUCTOR] || gm->p.n <= 0 || !gm->fields) return;
+    const size_t nf = (size_t)d->n_fields * (size_t)gm->p.n;
+    double *f = malloc((nf > 0 ? nf : 1) * sizeof *f);
+    double *g = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof *g);
+    if (f && g && !gm->p.global) memcpy(g, d->global_defaults, (size_t)d->n_globals * sizeof *g);
+    if (f && g && cudaMemcpy(f, gm->fields, nf * sizeof *f, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        (d->n_globals == 0 || !gm->p.global ||
+         cudaMemcpy(g, gm->p.global, (size_t)d->n_globals * sizeof *g, cudaMemcpyDeviceToHost) == cudaSuccess))
+        (void)ns_gpu_host_hook(d, NS_MECH_DESTRUCTOR, f, gm->p.n, g, "freeing the instances");
+    free(f), free(g);
+}
+
 void ns_gpu_model_free(gpu_model *g) {
     if (!g) return;
-    for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k)
+    for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k) { /* NEURON's DESTRUCTOR once per instance */
+        if (g->constructed && g->constructed[k]) ns_gpu_destruct(g->model->mechs[k].desc, &g->m[k]);
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
+    }
     free(g->m);
     free(g->constructed);
     ns_gpu_errors_free(&g->m_err);
