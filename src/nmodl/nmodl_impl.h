@@ -218,7 +218,7 @@ struct ns_nmodl {
     stlist *net_initial;
     int artificial;
     unsigned events;
-    char gpu_why[200];   /* "FILE:LINE: construct": the first that keeps it off the GPU loop ("" none) */
+    char gpu_why[256];   /* "FILE:LINE: construct": the first that keeps it off the GPU loop ("" none) */
     ex **watch_cond;     /* WATCH conditions in file order (a > b or a < b) */
     int n_watch;
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
@@ -257,8 +257,9 @@ static inline int nm_hooks(const struct ns_nmodl *m) {
 
 /* hook h runs on the device too (ns_mech_desc.cuda_hooks): a BEFORE/AFTER
  * block, a density mechanism's CONSTRUCTOR. A point process's CONSTRUCTOR
- * and a DESTRUCTOR run on the host on the GPU loop too, as CoreNEURON runs
- * them: over the host copy of the instances before it goes to the device,
+ * and a DESTRUCTOR run on the host on the GPU loop too (NEURON with
+ * CoreNEURON runs them on the host: CoreNEURON's code has none of them):
+ * over the host copy of the instances before it goes to the device,
  * and over the device's copy brought back when the loop frees them
  * (docs/mechanisms.md, "BEFORE, AFTER, CONSTRUCTOR") */
 static inline int nm_hook_on_device(const struct ns_nmodl *m, int h) {

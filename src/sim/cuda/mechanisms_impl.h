@@ -12,7 +12,7 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
-/* A hook that the GPU loop runs on the host, as CoreNEURON does: a point process's CONSTRUCTOR over
+/* A hook that the GPU loop runs on the host, as NEURON with CoreNEURON does: a point process's CONSTRUCTOR over
  * the host copy of the instances before it goes to the device, a DESTRUCTOR over the device's copy
  * brought back when the loop frees them (ns_gpu_host_hook) */
 static inline int host_side_hook(const ns_mech_desc *d, int h) {

@@ -452,7 +452,7 @@ static ns_status point_type_build(const ns_sim_t *sim, gpu_model *g, int32_t t, 
         st = ns_fail(NS_ERR_UNSUPPORTED, "network: %s uses %d ions (at most %d)", d->name, d->n_ions,
                      NS_SIM_MECH_IONS_MAX);
     /* NEURON's CONSTRUCTOR once per instance, on the host before the fields go to the device (as
-     * CoreNEURON; its C may keep host memory there, which device C never reaches: nmodl_cuda_verbatim.c) */
+     * NEURON with CoreNEURON; its C may keep host memory there, which device C never reaches: nmodl_cuda_verbatim.c) */
     const int ctor = st == NS_OK && cnt > 0 && d->hooks[NS_MECH_CONSTRUCTOR];
     if (ctor) st = ns_gpu_host_hook(d, NS_MECH_CONSTRUCTOR, h.f, cnt, d->global_defaults, "at finitialize");
     if (st == NS_OK) st = alloc_up(gm, (void **)&fields_d, h.f, (size_t)nf * (size_t)cnt * sizeof(double));
