@@ -98,18 +98,26 @@ static int names_has(const names *d, const nm_cident *id) {
     return 0;
 }
 
-/* the names c #define's */
-static int collect_defines(names *d, const char *c) {
-    for (const char *q = c; (q = strstr(q, "define")) != NULL; q += 6) {
+/* the next #define of c from *at on: its name [*b, *e) (maybe empty), *at past it; 0 at the end */
+static int next_define(const char *c, const char **at, const char **b, const char **e) {
+    for (const char *q = *at; (q = strstr(q, "define")) != NULL; q += 6) {
         const char *h = q;
         while (h > c && (h[-1] == ' ' || h[-1] == '\t')) h--;
         if (h == c || h[-1] != '#') continue;
-        const char *b = q + 6;
-        while (*b == ' ' || *b == '\t') b++;
-        const char *e = b;
-        while (isalnum((unsigned char)*e) || *e == '_') e++;
-        if (e > b && names_add(d, b, (size_t)(e - b))) return -1;
+        *b = q + 6;
+        while (**b == ' ' || **b == '\t') (*b)++;
+        for (*e = *b; isalnum((unsigned char)**e) || **e == '_'; (*e)++) {}
+        *at = q + 6;
+        return 1;
     }
+    return 0;
+}
+
+/* the names c #define's */
+static int collect_defines(names *d, const char *c) {
+    const char *at = c, *b, *e;
+    while (next_define(c, &at, &b, &e))
+        if (e > b && names_add(d, b, (size_t)(e - b))) return -1;
     return 0;
 }
 /* whether id follows a name of types (and *'s): `SynS *psyn;`, a variable of a file's typedef */
@@ -247,15 +255,8 @@ static int host_memory(dcheck *dc) {
     if (walk_ctor(dc, m->hooks[NS_MECH_CONSTRUCTOR])) return -1;
     for (int pass = 0; pass < 2 && dc->hostmem.count; pass++) /* a #define of a #define */
         for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++) {
-            const char *c = m->verbatim_top->s[i]->name;
-            for (const char *q = c; (q = strstr(q, "define")) != NULL; q += 6) {
-                const char *h = q;
-                while (h > c && (h[-1] == ' ' || h[-1] == '\t')) h--;
-                if (h == c || h[-1] != '#') continue;
-                const char *b = q + 6;
-                while (*b == ' ' || *b == '\t') b++;
-                const char *e = b;
-                while (ident_char(*e)) e++;
+            const char *c = m->verbatim_top->s[i]->name, *at = c, *b, *e;
+            while (next_define(c, &at, &b, &e)) {
                 const char *end = strchr(e, '\n');
                 if (!end) end = e + strlen(e);
                 const nm_cident mac = {b, (size_t)(e - b), 0, 0, 0, 0};

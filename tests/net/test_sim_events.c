@@ -728,25 +728,30 @@ static double *syn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend
     ns_sim_destroy(sim);
     return out;
 }
+/* syn_run of `name` on both loops: v within 1e-9 mV, the copies apart (param differs) */
+static void syn_gpu_cpu(ns_mech_library_t *lib, const ns_cell_t *cell, const char *name, const char *param,
+                        double base, double step, const char *what) {
+    double *cpu = syn_run(lib, cell, NS_BACKEND_CPU, name, param, base, step);
+    double *gpu = syn_run(lib, cell, NS_BACKEND_CUDA, name, param, base, step);
+    double worst = 0.0, spread = 0.0;
+    for (int64_t k = 0; cpu && gpu && k < (int64_t)(NS_STEPS + 1) * COPIES; ++k) {
+        worst = fmax(worst, fabs(gpu[k] - cpu[k]));
+        spread = fmax(spread, fabs(cpu[k] - cpu[k - k % COPIES])); /* the copies differ (param) */
+    }
+    printf("%s's %s, GPU against CPU: v %.3e mV at most (copies apart by %.3g mV)\n", name, what, worst, spread);
+    CHECK(cpu && gpu);
+    CHECK_MSG(worst <= 1e-9 && spread > 1e-3, "%s: GPU against CPU %g mV, copies apart %g mV", name, worst, spread);
+    free(cpu);
+    free(gpu);
+}
+
 static void basyn_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
     const ns_mech_desc *d = NULL;
     CHECK_OK(ns_mech_library_find(lib, "BaSyn", &d));
     CHECK(d && d->cuda_hooks[NS_MECH_BEFORE_BREAKPOINT] && d->cuda_hooks[NS_MECH_AFTER_SOLVE] &&
           d->cuda_hooks[NS_MECH_BEFORE_INITIAL] && d->cuda_hooks[NS_MECH_AFTER_INITIAL] &&
           d->cuda_hooks[NS_MECH_BEFORE_STEP] && !d->cuda_why_not);
-    double *cpu = syn_run(lib, cell, NS_BACKEND_CPU, "BaSyn", "tau", 2.0, 1.0);
-    double *gpu = syn_run(lib, cell, NS_BACKEND_CUDA, "BaSyn", "tau", 2.0, 1.0);
-    double worst = 0.0, spread = 0.0;
-    for (int64_t k = 0; cpu && gpu && k < (int64_t)(NS_STEPS + 1) * COPIES; ++k) {
-        worst = fmax(worst, fabs(gpu[k] - cpu[k]));
-        spread = fmax(spread, fabs(cpu[k] - cpu[k - k % COPIES])); /* the copies differ (tau) */
-    }
-    printf("BaSyn's BEFORE/AFTER blocks, GPU against CPU: v %.3e mV at most (copies apart by %.3g mV)\n", worst,
-           spread);
-    CHECK(cpu && gpu);
-    CHECK_MSG(worst <= 1e-9 && spread > 1e-3, "BaSyn: GPU against CPU %g mV, copies apart %g mV", worst, spread);
-    free(cpu);
-    free(gpu);
+    syn_gpu_cpu(lib, cell, "BaSyn", "tau", 2.0, 1.0, "BEFORE/AFTER blocks");
 }
 
 /* 9. CtorSyn (tests/data/nmodl_gpu/ctorgpu.mod): a synapse whose CONSTRUCTOR keeps a structure of its
@@ -759,19 +764,7 @@ static void ctorsyn_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
     CHECK_MSG(d && d->cuda_init && d->cuda_net_receive && d->hooks[NS_MECH_CONSTRUCTOR] &&
               !d->cuda_hooks[NS_MECH_CONSTRUCTOR] && d->hooks[NS_MECH_DESTRUCTOR] && !d->cuda_why_not,
               "CtorSyn: %s", d && d->cuda_why_not ? d->cuda_why_not : "");
-    double *cpu = syn_run(lib, cell, NS_BACKEND_CPU, "CtorSyn", "gmax", 0.002, 0.002);
-    double *gpu = syn_run(lib, cell, NS_BACKEND_CUDA, "CtorSyn", "gmax", 0.002, 0.002);
-    double worst = 0.0, spread = 0.0;
-    for (int64_t k = 0; cpu && gpu && k < (int64_t)(NS_STEPS + 1) * COPIES; ++k) {
-        worst = fmax(worst, fabs(gpu[k] - cpu[k]));
-        spread = fmax(spread, fabs(cpu[k] - cpu[k - k % COPIES])); /* the copies differ (gmax: made) */
-    }
-    printf("CtorSyn's host CONSTRUCTOR, GPU against CPU: v %.3e mV at most (copies apart by %.3g mV)\n", worst,
-           spread);
-    CHECK(cpu && gpu);
-    CHECK_MSG(worst <= 1e-9 && spread > 1e-3, "CtorSyn: GPU against CPU %g mV, copies apart %g mV", worst, spread);
-    free(cpu);
-    free(gpu);
+    syn_gpu_cpu(lib, cell, "CtorSyn", "gmax", 0.002, 0.002, "host CONSTRUCTOR");
 }
 
 static int gpu_events(ns_cell_t *cell) {

@@ -132,6 +132,20 @@ static void units_constants(void) {
 /* VERBATIM C (issue 39): NEURON's names #define'd around the C as written, a block only hoc
  * could call left out; on the GPU where the C that the simulation runs is device C by the
  * allow-list (nmodl_cuda_verbatim.c): the C file's function it calls made host and device code */
+/* text (as file) emitted for CUDA: built where why is NULL, else refused with why and also */
+static void cuda_case(const char *text, const char *file, const char *why, const char *also, size_t k) {
+    ns_nmodl_t *m = NULL;
+    CHECK_OK(ns_nmodl_parse_string(text, file, &m));
+    char *cu = NULL;
+    const ns_status st = m ? ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) : NS_ERR_INTERNAL;
+    if (!why) CHECK_MSG(st == NS_OK && cu, "%s case %zu: %s", file, k, ns_last_error());
+    else
+        CHECK_MSG(st == NS_ERR_UNSUPPORTED && !cu && strstr(ns_last_error(), why) && strstr(ns_last_error(), also),
+                  "%s case %zu: %s", file, k, ns_last_error());
+    ns_nmodl_free(cu);
+    ns_nmodl_destroy(m);
+}
+
 static void verbatim_emit(void) {
     static const char mod[] =
         "NEURON { SUFFIX vb RANGE g, gl USEION ca READ cai }\nPARAMETER { g = 1 }\nASSIGNED { gl cai }\n"
@@ -188,17 +202,7 @@ static void verbatim_emit(void) {
                  "NEURON { SUFFIX vb RANGE g }\nVERBATIM\n%s\nENDVERBATIM\nFUNCTION f(a) {\nVERBATIM\n  %s\n"
                  "ENDVERBATIM\n}\nPROCEDURE unused() {\nVERBATIM\n  fprintf(stderr, \"y\");\nENDVERBATIM\n}\n"
                  "PARAMETER { g = 1 }\nINITIAL { g = f(1) }\n", cases[k].top, cases[k].body);
-        ns_nmodl_t *m = NULL;
-        CHECK_OK(ns_nmodl_parse_string(text, "vb.mod", &m));
-        char *cu = NULL;
-        const ns_status st = m ? ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) : NS_ERR_INTERNAL;
-        if (!cases[k].why) CHECK_MSG(st == NS_OK && cu, "case %zu: %s", k, ns_last_error());
-        else
-            CHECK_MSG(st == NS_ERR_UNSUPPORTED && !cu && strstr(ns_last_error(), cases[k].why) &&
-                          strstr(ns_last_error(), "mechanism vb is built for the CPU only"),
-                      "case %zu: %s", k, ns_last_error());
-        ns_nmodl_free(cu);
-        ns_nmodl_destroy(m);
+        cuda_case(text, "vb.mod", cases[k].why, "mechanism vb is built for the CPU only", k);
     }
     /* a point process's CONSTRUCTOR runs on the host: where its C keeps what an allocator returns (a
      * POINTER slot, netrand.inc's; a RANGE variable, presyn.inc's), and the #define's that name it, are
@@ -224,16 +228,7 @@ static void verbatim_emit(void) {
                      "#define LNK ((st *)((unsigned long)link))\nENDVERBATIM\nCONSTRUCTOR {\nVERBATIM\n%s\n"
                      "ENDVERBATIM\n}\nBREAKPOINT {\nVERBATIM\n%s\nENDVERBATIM\n}\n",
                      hm[k].store, hm[k].use);
-            ns_nmodl_t *m = NULL;
-            CHECK_OK(ns_nmodl_parse_string(text, "hm.mod", &m));
-            char *cu = NULL;
-            const ns_status st = m ? ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) : NS_ERR_INTERNAL;
-            if (!hm[k].why) CHECK_MSG(st == NS_OK && cu, "host memory case %zu: %s", k, ns_last_error());
-            else
-                CHECK_MSG(st == NS_ERR_UNSUPPORTED && !cu && strstr(ns_last_error(), hm[k].why),
-                          "host memory case %zu: %s", k, ns_last_error());
-            ns_nmodl_free(cu);
-            ns_nmodl_destroy(m);
+            cuda_case(text, "hm.mod", hm[k].why, "mechanism hm is built for the CPU only", k);
         }
     }
     /* the variables of C outside the blocks: the CUDA unit's copies renamed (the library would define
