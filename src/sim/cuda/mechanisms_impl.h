@@ -84,15 +84,24 @@ static inline ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size
     return NS_OK;
 }
 
-/* Hook h of d on the host (host_side_hook) over cnt instances whose fields are the n_fields arrays
- * of cnt at f (host memory) with the GLOBALs glob (host): no v, no ions, as on the CPU loop; an
- * error of its C (hoc_execerror) is returned, when: where (sim/cuda/mechanisms.c). */
-ns_status ns_gpu_host_hook(const ns_mech_desc *d, int h, double *f, int64_t cnt, const double *glob,
-                           const char *when);
-/* d's DESTRUCTOR over gm's instances, where it has one: their fields and GLOBALs brought back from
- * the device, then ns_gpu_host_hook; its error is dropped (the loop is freeing them, as the CPU
+/* Instances for a hook on the host: cnt of them, their fields the n_fields arrays of cnt at f (host
+ * memory), GLOBALs glob, nodes (host; NULL: node_begin + i), the step and temperature. */
+typedef struct gpu_host_set {
+    double *f;
+    int64_t cnt;
+    const double *glob;
+    const int32_t *nodes;
+    int node_begin;
+    double dt, celsius;
+} gpu_host_set;
+/* Hook h of d on the host (host_side_hook) over the instances s, with their nodes' area, diam and
+ * ions brought back from the device (no v, as on the CPU loop); an error of its C (hoc_execerror)
+ * is returned, when: where (sim/cuda/mechanisms.c). */
+ns_status ns_gpu_host_hook(const gpu_model *g, const ns_mech_desc *d, int h, const gpu_host_set *s, const char *when);
+/* d's DESTRUCTOR over gm's instances, where it has one: their fields, nodes and GLOBALs brought back
+ * from the device, then ns_gpu_host_hook; its error is dropped (the loop is freeing them, as the CPU
  * loop's ns_sim_destroy) */
-void ns_gpu_destruct(const ns_mech_desc *d, const gpu_mech *gm);
+void ns_gpu_destruct(const gpu_model *g, const ns_mech_desc *d, const gpu_mech *gm);
 
 /* A mechanism's FUNCTION_TABLEs on the device (sim/cuda/mechanisms.c). */
 ns_status ns_gpu_ftables_up(gpu_mech *gm, const ns_mech_desc *d, const ns_mech_ftable *t, const ns_mech_ftable **out);
