@@ -16,7 +16,10 @@
  * same rule and becomes host and device code (NSV_HD put before its
  * definition); any other name of C outside the blocks (its variables, its
  * functions without a body here) is host C and keeps the mechanism off the
- * GPU. */
+ * GPU; a type it typedef's is a device type. A point process's CONSTRUCTOR
+ * runs on the host (nm_hook_on_device): where its C stores what an allocator
+ * returns, and the #define's that name that, hold host memory, which device
+ * C may not use (host_memory). */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
