@@ -175,6 +175,31 @@ static int solve_lane(ldifus_plan *pl, int32_t w, int32_t lane, double *x, doubl
     return 0;
 }
 
+/* The ion whose internal concentration the diffusing field f is (a STATE `nai` of a mechanism that
+ * WRITEs nai: nadifl.mod), or -1. Such a state is the mechanism's copy of the ion's value, which
+ * its next state() reads back from the ion (nocmodl's `nai = _ion_nai`), so the diffusion must reach
+ * the ion, as NEURON's reaches the ion's nai. */
+static int ion_of(const ns_mech_desc *d, int f) {
+    const char *name = d->field_names[f];
+    for (int u = 0; u < d->n_ions; ++u) {
+        const size_t n = strlen(d->ions[u].name);
+        if ((d->ions[u].flags & NS_MECH_ION_WRITE_CI) && !strncmp(name, d->ions[u].name, n) && name[n] == 'i' &&
+            !name[n + 1])
+            return u;
+    }
+    return -1;
+}
+
+/* the new x of ion u's concentration field into the ion's ci at each instance's slot (NSM_ION) */
+static void to_ion(const ns_mech_ppack *p, int u, const ldifus_plan *pl, int32_t w, int32_t lane, const double *x) {
+    const ns_mech_ion_view *iv = &p->ion[u];
+    for (int32_t i = 1; i <= pl->n; ++i) {
+        const int32_t q = pl->slot[i] * w + lane;
+        const int node = p->node_index ? p->node_index[q] : p->node_begin + q;
+        iv->ci[p->node_index && iv->index ? iv->index[q] : node] = x[q];
+    }
+}
+
 void ns_ldifus_step(model_block *b, int32_t w, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < b->n_mechs && !b->err.set; ++k) {
         mech_block *mb = &b->m[k];
@@ -184,8 +209,12 @@ void ns_ldifus_step(model_block *b, int32_t w, double *v, double t, double dt, d
         ns_mech_ppack *p = ns_model_block_bind(b, k, 2, v, t, dt, celsius);
         for (int j = 0; j < d->n_ldifus && !b->err.set; ++j) {
             d->ldifus_coef(p, j, pl->dc, pl->vol);
+            const int u = ion_of(d, d->ldifus_field[j]);
             for (int32_t lane = 0; lane < w; ++lane) {
-                if (solve_lane(pl, w, lane, mb->field[d->ldifus_field[j]], dt) == 0) continue;
+                if (solve_lane(pl, w, lane, mb->field[d->ldifus_field[j]], dt) == 0) {
+                    if (u >= 0) to_ion(p, u, pl, w, lane, mb->field[d->ldifus_field[j]]);
+                    continue;
+                }
                 b->err.set = 1;
                 snprintf(b->err.mech, sizeof b->err.mech, "%s", d->name);
                 snprintf(b->err.file, sizeof b->err.file, "%s", "LONGITUDINAL_DIFFUSION");

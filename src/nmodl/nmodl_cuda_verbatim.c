@@ -16,7 +16,10 @@
  * same rule and becomes host and device code (NSV_HD put before its
  * definition); any other name of C outside the blocks (its variables, its
  * functions without a body here) is host C and keeps the mechanism off the
- * GPU. */
+ * GPU; a type it typedef's is a device type. A point process's CONSTRUCTOR
+ * runs on the host (nm_hook_on_device): where its C stores what an allocator
+ * returns, and the #define's that name that, hold host memory, which device
+ * C may not use (host_memory). */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,28 +101,48 @@ static int names_has(const names *d, const nm_cident *id) {
     return 0;
 }
 
-/* the names c #define's */
-static int collect_defines(names *d, const char *c) {
-    for (const char *q = c; (q = strstr(q, "define")) != NULL; q += 6) {
+/* the next #define of c from *at on: its name [*b, *e) (maybe empty), *at past it; 0 at the end */
+static int next_define(const char *c, const char **at, const char **b, const char **e) {
+    for (const char *q = *at; (q = strstr(q, "define")) != NULL; q += 6) {
         const char *h = q;
         while (h > c && (h[-1] == ' ' || h[-1] == '\t')) h--;
         if (h == c || h[-1] != '#') continue;
-        const char *b = q + 6;
-        while (*b == ' ' || *b == '\t') b++;
-        const char *e = b;
-        while (isalnum((unsigned char)*e) || *e == '_') e++;
-        if (e > b && names_add(d, b, (size_t)(e - b))) return -1;
+        *b = q + 6;
+        while (**b == ' ' || **b == '\t') (*b)++;
+        for (*e = *b; isalnum((unsigned char)**e) || **e == '_'; (*e)++) {}
+        *at = q + 6;
+        return 1;
     }
     return 0;
 }
-/* the names c declares in [from, to) (a type word before them: a function's parameters and
- * variables, not those of C outside the functions, which are host storage) or #define's */
-static int collect(names *d, const char *c, size_t from, size_t to) {
+
+/* the names c #define's */
+static int collect_defines(names *d, const char *c) {
+    const char *at = c, *b, *e;
+    while (next_define(c, &at, &b, &e))
+        if (e > b && names_add(d, b, (size_t)(e - b))) return -1;
+    return 0;
+}
+/* whether id follows a name of types (and *'s): `SynS *psyn;`, a variable of a file's typedef */
+static int typed_by(const names *types, const char *c, const nm_cident *id) {
+    const char *q = id->s;
+    while (q > c && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '*')) q--;
+    const char *e = q;
+    while (q > c && ident_char(q[-1])) q--;
+    const nm_cident t = {q, (size_t)(e - q), 0, 0, 0, 0};
+    return e > q && e < id->s && names_has(types, &t);
+}
+/* the names c declares in [from, to) (a type word, or a type of types, before them: a function's
+ * parameters and variables, not those of C outside the functions, which are host storage) or
+ * #define's */
+static int collect(names *d, const names *types, const char *c, size_t from, size_t to) {
     nm_cscan sc = {c, 0, 0, 0, 0, 1};
     nm_cident id;
     while (nm_cscan_next(&sc, &id)) {
         const size_t at = (size_t)(id.s - c);
-        if (at >= from && at < to && !id.member && nm_c_declares(c, &id) && names_add(d, id.s, id.n)) return -1;
+        if (at >= from && at < to && !id.member && (nm_c_declares(c, &id) || typed_by(types, c, &id)) &&
+            names_add(d, id.s, id.n))
+            return -1;
     }
     return collect_defines(d, c);
 }
@@ -140,6 +163,10 @@ typedef struct dcheck {
     int n_defs;
     char *why;
     size_t n_why;
+    names types;       /* the types that C outside the blocks typedef's (file_types) */
+    names hostmem;     /* where the host CONSTRUCTOR keeps host memory (host_memory below) */
+    char made_at[160]; /* "FILE:LINE: allocator" of the first such store */
+    char hm_why[512];  /* not_on_device's reason for such a name */
 } dcheck;
 
 /* the name at id as a C string in buf (empty when longer than the buffer) */
@@ -149,9 +176,111 @@ static const char *cname(const nm_cident *id, char *buf, size_t n) {
     return buf;
 }
 
+/* C's and NEURON's allocators: what they return is host memory */
+static const char *const ALLOCS[] = {"ecalloc", "emalloc", "erealloc", "hoc_Ecalloc", "hoc_Emalloc", "malloc",
+                                     "calloc", "realloc", "nrnran123_newstream", "nrnran123_newstream3", NULL};
+
+/* the first name of the C statement in c that holds position at, where the statement assigns
+ * (`link = (double)((unsigned long)hoc_Ecalloc(...))`, `_p_sop = (double *)ecalloc(...)`): its
+ * length, 0 where none */
+static size_t stored_in(const char *c, const char *at, const char **name) {
+    const char *b = at;
+    while (b > c && b[-1] != ';' && b[-1] != '{' && b[-1] != '}') b--;
+    const char *eq = NULL;
+    for (const char *q = b; q < at && !eq; q++)
+        if (*q == '=' && q[1] != '=' && (q == b || !strchr("=!<>", q[-1]))) eq = q;
+    if (!eq) return 0;
+    while (b < eq && !(isalpha((unsigned char)*b) || *b == '_')) b++;
+    const char *e = b;
+    while (e < eq && ident_char(*e)) e++;
+    *name = b;
+    return (size_t)(e - b);
+}
+
+/* whether the #define body [b, e) names one of d's names as a whole word */
+static int body_names(const names *d, const char *b, const char *e) {
+    for (const char *q = b; q < e; q++) {
+        if (!(isalpha((unsigned char)*q) || *q == '_') || (q > b && ident_char(q[-1]))) continue;
+        const char *w = q;
+        while (w < e && ident_char(*w)) w++;
+        const nm_cident id = {q, (size_t)(w - q), 0, 0, 0, 0};
+        if (names_has(d, &id)) return 1;
+        q = w;
+    }
+    return 0;
+}
+
+/* the names that C c (outside the blocks) typedef's at file scope: `typedef struct SynS {...} SynS;`
+ * (presyn.inc's snshead.inc), a type that device C may use (the CUDA unit compiles that C too) */
+static int file_types(names *d, const char *c) {
+    for (const char *q = c; (q = strstr(q, "typedef")) != NULL; q += 7) {
+        if ((q > c && ident_char(q[-1])) || ident_char(q[7])) continue;
+        int depth = 0;
+        const char *e = q + 7, *last = NULL, *w = NULL;
+        for (; *e && !(*e == ';' && depth == 0); e++) {
+            depth += (*e == '{' || *e == '(') - (*e == '}' || *e == ')');
+            if (depth == 0 && (isalpha((unsigned char)*e) || *e == '_') && !ident_char(e[-1])) last = e;
+        }
+        for (w = last; w && ident_char(*w); w++) {}
+        if (last && names_add(d, last, (size_t)(w - last))) return -1;
+        if (!*e) break;
+    }
+    return 0;
+}
+
+/* Host memory in the instance: a point process's CONSTRUCTOR runs on the host on the GPU loop too
+ * (nm_hook_on_device), so where its C stores what an allocator returns (netrand.inc's `_p_sop =
+ * ecalloc(...)`, presyn.inc's `link = ... hoc_Ecalloc(...)`) holds a host address on the device; those
+ * names and the file's #define's that name them (IDP, PRECAST) go into dc->hostmem, which device C
+ * may not use. 0, or -1 out of memory. */
+static int walk_ctor(dcheck *dc, const stlist *l) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (walk_ctor(dc, s->then_) || walk_ctor(dc, s->else_)) return -1;
+        if (s->kind != ST_VERBATIM) continue;
+        nm_cscan sc = {s->name, 0, 0, 0, 0, 1};
+        nm_cident id;
+        while (nm_cscan_next(&sc, &id)) {
+            const char *name = NULL;
+            const size_t n = id.call && in_list(&id, ALLOCS) ? stored_in(s->name, id.s, &name) : 0;
+            if (!n) continue;
+            if (!dc->made_at[0])
+                snprintf(dc->made_at, sizeof dc->made_at, "%s:%d: %.*s", s->file, s->file_line + id.line, (int)id.n,
+                         id.s);
+            if (names_add(&dc->hostmem, name, n)) return -1;
+        }
+    }
+    return 0;
+}
+static int host_memory(dcheck *dc) {
+    const struct ns_nmodl *m = dc->m;
+    if (!m->point || !m->hooks[NS_MECH_CONSTRUCTOR]) return 0;
+    if (walk_ctor(dc, m->hooks[NS_MECH_CONSTRUCTOR])) return -1;
+    for (int pass = 0; pass < 2 && dc->hostmem.count; pass++) /* a #define of a #define */
+        for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++) {
+            const char *c = m->verbatim_top->s[i]->name, *at = c, *b, *e;
+            while (next_define(c, &at, &b, &e)) {
+                const char *end = strchr(e, '\n');
+                if (!end) end = e + strlen(e);
+                const nm_cident mac = {b, (size_t)(e - b), 0, 0, 0, 0};
+                if (e > b && !names_has(&dc->hostmem, &mac) && body_names(&dc->hostmem, e, end) &&
+                    names_add(&dc->hostmem, b, (size_t)(e - b)))
+                    return -1;
+            }
+        }
+    return 0;
+}
+
 /* why the name at id keeps the C off the device (NULL: it may run there) */
 static const char *not_on_device(dcheck *dc, const nm_cident *id) {
     const struct ns_nmodl *m = dc->m;
+    if (!id->member && names_has(&dc->hostmem, id)) {
+        snprintf(dc->hm_why, sizeof dc->hm_why,
+                 "holds host memory that the CONSTRUCTOR's C makes (%s; a point process's CONSTRUCTOR runs on "
+                 "the host), which the device cannot reach",
+                 dc->made_at);
+        return dc->hm_why;
+    }
     if (dc->top && (is(id, "fprintf") || is(id, "fflush"))) /* the device's are defined after that C */
         return "is host C in C outside the blocks (the device's printf reaches only the blocks' C)";
     if (id->member || in_list(id, C_WORDS) || in_list(id, C_MATH) || in_list(id, DEVICE_HELPERS)) return NULL;
@@ -167,7 +296,7 @@ static const char *not_on_device(dcheck *dc, const nm_cident *id) {
             return NULL;
         }
     if (names_has(&dc->top_fns, id)) return "is C outside the blocks without a definition here, which is host C";
-    if (names_has(&dc->declared, id)) return NULL;
+    if (names_has(&dc->declared, id) || names_has(&dc->types, id)) return NULL;
     if (id->n > 2 && !strncmp(id->s, "_l", 2)) return NULL; /* an argument or LOCAL of the block */
     if (m->random_field >= 0 && (is(id, "normrand") || is(id, "exprand") || is(id, "scop_random") || is(id, "set_seed")))
         return NULL; /* the instance's stream 0, as in NMODL statements (nmodl_random.h: host and device) */
@@ -190,7 +319,7 @@ static const char *not_on_device(dcheck *dc, const nm_cident *id) {
 /* the names of s's C in [from, to) against the allow-list: 0 all allowed, 1 not (dc->why), -1 out of memory */
 static int check_c_in(dcheck *dc, const st *s, size_t from, size_t to) {
     dc->declared.count = 0;
-    if (collect(&dc->declared, s->name, from, to)) return -1;
+    if (collect(&dc->declared, &dc->types, s->name, from, to)) return -1;
     const nm_cident p1 = {"p", 1, 0, 0, 0, 0};
     dc->own_p = names_has(&dc->declared, &p1);
     for (int i = 0; dc->m->verbatim_top && i < dc->m->verbatim_top->n; i++) /* the file's #define's */
@@ -267,7 +396,9 @@ static int mark_defs(dcheck *dc, st *s) {
 int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
     why[0] = 0;
     if (!m->verbatim) return 0;
-    dcheck dc = {m, {NULL, NULL, 0, 0, &m->arena}, {NULL, NULL, 0, 0, &m->arena}, NULL, 0, 0, 0, why, n_why};
+    dcheck dc = {m, {NULL, NULL, 0, 0, &m->arena}, {NULL, NULL, 0, 0, &m->arena}, NULL, 0, 0, 0, why, n_why,
+                 {NULL, NULL, 0, 0, &m->arena}, {NULL, NULL, 0, 0, &m->arena}, "", ""};
+    if (host_memory(&dc)) return -1;
     /* C outside the blocks: the functions it defines, and the names it declares or calls at depth 0 */
     for (int i = 0; m->verbatim_top && i < m->verbatim_top->n; i++) {
         if (m->verbatim_top->s[i]->kind != ST_VERBATIM) continue;
@@ -281,7 +412,7 @@ int nm_verbatim_device(struct ns_nmodl *m, char *why, size_t n_why) {
                 !in_list(&id, DEVICE_HELPERS) && !nm_find_block(m, cname(&id, nm, sizeof nm)) &&
                 names_add(&dc.top_fns, id.s, id.n))
                 return -1;
-        if (find_defs(&dc, m->verbatim_top->s[i])) return -1;
+        if (find_defs(&dc, m->verbatim_top->s[i]) || file_types(&dc.types, c)) return -1;
     }
     char *called = nm_calloc(&m->arena, (size_t)m->n_blocks + 1, 1);
     if (!called || nm_verbatim_reached(m, called)) return -1;

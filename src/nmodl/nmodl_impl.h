@@ -218,7 +218,7 @@ struct ns_nmodl {
     stlist *net_initial;
     int artificial;
     unsigned events;
-    char gpu_why[200];   /* "FILE:LINE: construct": the first that keeps it off the GPU loop ("" none) */
+    char gpu_why[256];   /* "FILE:LINE: construct": the first that keeps it off the GPU loop ("" none) */
     ex **watch_cond;     /* WATCH conditions in file order (a > b or a < b) */
     int n_watch;
     int n_fields, n_params, n_assigned, n_states, n_globals, table_size;
@@ -256,29 +256,25 @@ static inline int nm_hooks(const struct ns_nmodl *m) {
 }
 
 /* hook h runs on the device too (ns_mech_desc.cuda_hooks): a BEFORE/AFTER
- * block, a density mechanism's CONSTRUCTOR (a point process's runs on the
- * host when the network makes the synapses; a DESTRUCTOR frees host state) */
+ * block, a density mechanism's CONSTRUCTOR. A point process's CONSTRUCTOR
+ * and a DESTRUCTOR run on the host on the GPU loop too (NEURON with
+ * CoreNEURON runs them on the host: CoreNEURON's code has none of them):
+ * over the host copy of the instances before it goes to the device,
+ * and over the device's copy brought back when the loop frees them
+ * (docs/mechanisms.md, "BEFORE, AFTER, CONSTRUCTOR") */
 static inline int nm_hook_on_device(const struct ns_nmodl *m, int h) {
     return m->hooks[h] && (h < NS_MECH_CONSTRUCTOR || (h == NS_MECH_CONSTRUCTOR && !m->point));
 }
 
 /* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM C that is
- * not device C (m->verbatim_gpu_why), a DESTRUCTOR, LONGITUDINAL_DIFFUSION, a point process's
- * CONSTRUCTOR (m->gpu_why says where); per-connection state, NET_RECEIVE's
- * INITIAL, self events, net_event, net_move, WATCH, ARTIFICIAL_CELL and the
- * BEFORE/AFTER blocks have them */
+ * not device C (m->verbatim_gpu_why), LONGITUDINAL_DIFFUSION (m->gpu_why says
+ * where); per-connection state, NET_RECEIVE's INITIAL, self events,
+ * net_event, net_move, WATCH, ARTIFICIAL_CELL, the BEFORE/AFTER blocks,
+ * CONSTRUCTOR and DESTRUCTOR have them */
 static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
-    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || m->hooks[NS_MECH_DESTRUCTOR] ||
-           m->n_ldifus ||
-           (m->point && m->hooks[NS_MECH_CONSTRUCTOR]);
+    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || m->n_ldifus;
 }
 
-/* A mechanism in its library's fused launches (ABI 6, mechlib_fused.c): a
- * density mechanism with CUDA entry points, no POINTER (which may read
- * another node's values, which a node-major launch would race with) and no
- * VERBATIM C (its file-scope C would meet the other members' in the one
- * translation unit of the fused launches; it keeps its own launches), no
- * BEFORE/AFTER blocks or CONSTRUCTOR (launched between the phases) */
 static inline int nm_fused_member(const struct ns_nmodl *m) {
     return !m->point && !nm_cuda_host_only(m) && m->n_pointers == 0 && !m->verbatim && !nm_hooks(m);
 }

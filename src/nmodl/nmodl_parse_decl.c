@@ -533,9 +533,6 @@ int nm_parse_top(parser *p) {
             stlist *l = nm_parse_block(p, NULL);
             if (!l) return -1;
             if (!m->hooks[h]) m->hooks_line[h] = t->line;
-            if (h == NS_MECH_DESTRUCTOR || (h == NS_MECH_CONSTRUCTOR && m->point))
-                nm_cpu_only(p, t->line, h == NS_MECH_DESTRUCTOR ? "a DESTRUCTOR runs on the CPU loop only"
-                                                                : "a point process's CONSTRUCTOR runs on the CPU loop only");
             if (append_block(p, &m->hooks[h], l, label, t->line)) return -1;
         } else if (!strcmp(k, "DERIVATIVE")) {
             if (parse_callable(p, B_DERIVATIVE, 0, 0)) return -1;

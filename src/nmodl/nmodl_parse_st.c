@@ -375,8 +375,9 @@ static st *parse_conserve(parser *p, st *s, const tok *t) {
     }
     const int ld = !strcmp(t->text, "LONGITUDINAL_DIFFUSION");
     s->kind = ld ? ST_LDIFUS : ST_COMPARTMENT;
-    if (ld) nm_cpu_only(p, s->line, "LONGITUDINAL_DIFFUSION (diffusion between segments, a tree solve per species "
-                                    "after the states) runs on the CPU loop only");
+    if (ld) nm_cpu_only(p, s->line, "LONGITUDINAL_DIFFUSION runs on the CPU loop only (a tree solve per species "
+                                    "after the states, its coefficients host code; CoreNEURON never ran it either: "
+                                    "docs/mechanisms.md)");
     if (!(s->e = parse_expr(p))) return NULL;
     if (nm_is_punct(p, ',')) { /* COMPARTMENT i, size(i) {arrays}: element i's size */
         p->pos++;

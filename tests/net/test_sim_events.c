@@ -34,6 +34,9 @@
  *      run with NS_ERR_MECHANISM naming the file, line, mechanism and message, as the CPU's;
  *   8. (in 5.) a point process's BEFORE/AFTER blocks on the GPU (BaSyn below: each block's
  *      effect reaches its current) against the CPU loop: v within 1e-9 mV;
+ *   9. (in 5.) a point process's CONSTRUCTOR and DESTRUCTOR, which the GPU loop runs on the
+ *      host around the device's copy (CtorSyn, tests/data/nmodl_gpu/ctorgpu.mod), against
+ *      the CPU loop: v within 1e-9 mV;
  *   4. NEURON's netstim.mod (data/mechanisms/events: RANDOM ranvar, VERBATIM) with
  *      noise 1: its spike times are start + interval e0, then + interval e_k, e_k
  *      the negexp draws of NEURON's nrnran123 stream (written out below from
@@ -695,7 +698,10 @@ static const char BASYN[] =
     "DERIVATIVE state { g' = -g / tau }\n"
     "AFTER SOLVE { nas = nas + 1 vas = v }\nBEFORE STEP { nbs = nbs + 1 }\n"
     "NET_RECEIVE (w (uS)) { g = g + w }\n";
-static double *basyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend backend) {
+/* COPIES cells, each with a synapse `name` whose `param` is base + step * c, driven by T1 and T2; the
+ * traces of v (NULL on failure) */
+static double *syn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backend backend, const char *name,
+                       const char *param, double base, double step) {
     int32_t node = -1;
     ns_sim_t *sim = copies_sim(lib, cell, backend, 0, &node);
     if (!sim) return NULL;
@@ -704,8 +710,8 @@ static double *basyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backe
     CHECK_OK(ns_sim_add_spike_source(sim, T2, sizeof T2 / sizeof *T2, &t2));
     for (int c = 0; c < COPIES; ++c) {
         int64_t syn = -1;
-        CHECK_OK(ns_sim_add_synapse(sim, c, node, "BaSyn", &syn));
-        CHECK_OK(ns_sim_synapse_set(sim, syn, "tau", 2.0 + c));
+        CHECK_OK(ns_sim_add_synapse(sim, c, node, name, &syn));
+        CHECK_OK(ns_sim_synapse_set(sim, syn, param, base + step * c));
         CHECK_OK(ns_sim_connect(sim, t1, syn, 0.02, 1.0));
         CHECK_OK(ns_sim_connect(sim, t2, syn, 0.03, 1.5));
         CHECK_OK(ns_sim_add_recording(sim, c, node, NULL));
@@ -722,24 +728,43 @@ static double *basyn_run(ns_mech_library_t *lib, const ns_cell_t *cell, ns_backe
     ns_sim_destroy(sim);
     return out;
 }
+/* syn_run of `name` on both loops: v within 1e-9 mV, the copies apart (param differs) */
+static void syn_gpu_cpu(ns_mech_library_t *lib, const ns_cell_t *cell, const char *name, const char *param,
+                        double base, double step, const char *what) {
+    double *cpu = syn_run(lib, cell, NS_BACKEND_CPU, name, param, base, step);
+    double *gpu = syn_run(lib, cell, NS_BACKEND_CUDA, name, param, base, step);
+    double worst = 0.0, spread = 0.0;
+    for (int64_t k = 0; cpu && gpu && k < (int64_t)(NS_STEPS + 1) * COPIES; ++k) {
+        worst = fmax(worst, fabs(gpu[k] - cpu[k]));
+        spread = fmax(spread, fabs(cpu[k] - cpu[k - k % COPIES])); /* the copies differ (param) */
+    }
+    printf("%s's %s, GPU against CPU: v %.3e mV at most (copies apart by %.3g mV)\n", name, what, worst, spread);
+    CHECK(cpu && gpu);
+    CHECK_MSG(worst <= 1e-9 && spread > 1e-3, "%s: GPU against CPU %g mV, copies apart %g mV", name, worst, spread);
+    free(cpu);
+    free(gpu);
+}
+
 static void basyn_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
     const ns_mech_desc *d = NULL;
     CHECK_OK(ns_mech_library_find(lib, "BaSyn", &d));
     CHECK(d && d->cuda_hooks[NS_MECH_BEFORE_BREAKPOINT] && d->cuda_hooks[NS_MECH_AFTER_SOLVE] &&
           d->cuda_hooks[NS_MECH_BEFORE_INITIAL] && d->cuda_hooks[NS_MECH_AFTER_INITIAL] &&
           d->cuda_hooks[NS_MECH_BEFORE_STEP] && !d->cuda_why_not);
-    double *cpu = basyn_run(lib, cell, NS_BACKEND_CPU), *gpu = basyn_run(lib, cell, NS_BACKEND_CUDA);
-    double worst = 0.0, spread = 0.0;
-    for (int64_t k = 0; cpu && gpu && k < (int64_t)(NS_STEPS + 1) * COPIES; ++k) {
-        worst = fmax(worst, fabs(gpu[k] - cpu[k]));
-        spread = fmax(spread, fabs(cpu[k] - cpu[k - k % COPIES])); /* the copies differ (tau) */
-    }
-    printf("BaSyn's BEFORE/AFTER blocks, GPU against CPU: v %.3e mV at most (copies apart by %.3g mV)\n", worst,
-           spread);
-    CHECK(cpu && gpu);
-    CHECK_MSG(worst <= 1e-9 && spread > 1e-3, "BaSyn: GPU against CPU %g mV, copies apart %g mV", worst, spread);
-    free(cpu);
-    free(gpu);
+    syn_gpu_cpu(lib, cell, "BaSyn", "tau", 2.0, 1.0, "BEFORE/AFTER blocks");
+}
+
+/* 9. CtorSyn (tests/data/nmodl_gpu/ctorgpu.mod): a synapse whose CONSTRUCTOR keeps a structure of its
+ * own in a POINTER slot, as netrand.inc's (ModelDB 136095), and sets the conductance scale from gmax;
+ * the GPU loop runs it on the host before the device's copy, and the DESTRUCTOR on the host over the
+ * copy brought back (at each rebuild and at ns_sim_destroy). v against the CPU loop's. */
+static void ctorsyn_gpu(ns_mech_library_t *lib, const ns_cell_t *cell) {
+    const ns_mech_desc *d = NULL;
+    CHECK_OK(ns_mech_library_find(lib, "CtorSyn", &d));
+    CHECK_MSG(d && d->cuda_init && d->cuda_net_receive && d->hooks[NS_MECH_CONSTRUCTOR] &&
+              !d->cuda_hooks[NS_MECH_CONSTRUCTOR] && d->hooks[NS_MECH_DESTRUCTOR] && !d->cuda_why_not,
+              "CtorSyn: %s", d && d->cuda_why_not ? d->cuda_why_not : "");
+    syn_gpu_cpu(lib, cell, "CtorSyn", "gmax", 0.002, 0.002, "host CONSTRUCTOR");
 }
 
 static int gpu_events(ns_cell_t *cell) {
@@ -764,6 +789,8 @@ static int gpu_events(ns_cell_t *cell) {
     FILE *f = fopen(cmd, "w");
     CHECK(f && fputs(vberr, f) >= 0);
     if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "cp %s/nmodl_gpu/ctorgpu.mod %s/", NS_TEST_DATA, dir);
+    CHECK(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "%s/basyn.mod", dir);
     f = fopen(cmd, "w");
     CHECK(f && fputs(BASYN, f) >= 0);
@@ -785,6 +812,7 @@ static int gpu_events(ns_cell_t *cell) {
     if (lib) vberr_run(lib, cell, NS_BACKEND_CPU);
     if (lib) vberr_run(lib, cell, NS_BACKEND_CUDA);
     if (lib) basyn_gpu(lib, cell);
+    if (lib) ctorsyn_gpu(lib, cell);
     if (lib) {
         static fd_out cpu, gpu;
         fdsyn_cpu(lib, cell, &cpu);

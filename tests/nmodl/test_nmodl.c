@@ -132,6 +132,20 @@ static void units_constants(void) {
 /* VERBATIM C (issue 39): NEURON's names #define'd around the C as written, a block only hoc
  * could call left out; on the GPU where the C that the simulation runs is device C by the
  * allow-list (nmodl_cuda_verbatim.c): the C file's function it calls made host and device code */
+/* text (as file) emitted for CUDA: built where why is NULL, else refused with why and also */
+static void cuda_case(const char *text, const char *file, const char *why, const char *also, size_t k) {
+    ns_nmodl_t *m = NULL;
+    CHECK_OK(ns_nmodl_parse_string(text, file, &m));
+    char *cu = NULL;
+    const ns_status st = m ? ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) : NS_ERR_INTERNAL;
+    if (!why) CHECK_MSG(st == NS_OK && cu, "%s case %zu: %s", file, k, ns_last_error());
+    else
+        CHECK_MSG(st == NS_ERR_UNSUPPORTED && !cu && strstr(ns_last_error(), why) && strstr(ns_last_error(), also),
+                  "%s case %zu: %s", file, k, ns_last_error());
+    ns_nmodl_free(cu);
+    ns_nmodl_destroy(m);
+}
+
 static void verbatim_emit(void) {
     static const char mod[] =
         "NEURON { SUFFIX vb RANGE g, gl USEION ca READ cai }\nPARAMETER { g = 1 }\nASSIGNED { gl cai }\n"
@@ -179,6 +193,8 @@ static void verbatim_emit(void) {
         {"double ext(double);", "_lf = ext(1);", "vb.mod:7: VERBATIM C uses ext, which is C outside the blocks"},
         {"static double one(void) { return drand48(); }", "_lf = one();",
          "vb.mod:3: VERBATIM C uses drand48, which has no device version"},
+        /* a type of the file's C (presyn.inc's snshead.inc: `typedef struct SynS {...} SynS;`) */
+        {"typedef struct pr { double a; } pr;", "pr q_;\n  pr *pq_ = &q_;\n  q_.a = _la;\n  _lf = pq_->a;", NULL},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k) {
         char text[512];
@@ -186,17 +202,34 @@ static void verbatim_emit(void) {
                  "NEURON { SUFFIX vb RANGE g }\nVERBATIM\n%s\nENDVERBATIM\nFUNCTION f(a) {\nVERBATIM\n  %s\n"
                  "ENDVERBATIM\n}\nPROCEDURE unused() {\nVERBATIM\n  fprintf(stderr, \"y\");\nENDVERBATIM\n}\n"
                  "PARAMETER { g = 1 }\nINITIAL { g = f(1) }\n", cases[k].top, cases[k].body);
-        ns_nmodl_t *m = NULL;
-        CHECK_OK(ns_nmodl_parse_string(text, "vb.mod", &m));
-        char *cu = NULL;
-        const ns_status st = m ? ns_nmodl_emit(m, NS_NMODL_CUDA, &cu) : NS_ERR_INTERNAL;
-        if (!cases[k].why) CHECK_MSG(st == NS_OK && cu, "case %zu: %s", k, ns_last_error());
-        else
-            CHECK_MSG(st == NS_ERR_UNSUPPORTED && !cu && strstr(ns_last_error(), cases[k].why) &&
-                          strstr(ns_last_error(), "mechanism vb is built for the CPU only"),
-                      "case %zu: %s", k, ns_last_error());
-        ns_nmodl_free(cu);
-        ns_nmodl_destroy(m);
+        cuda_case(text, "vb.mod", cases[k].why, "mechanism vb is built for the CPU only", k);
+    }
+    /* a point process's CONSTRUCTOR runs on the host: where its C keeps what an allocator returns (a
+     * POINTER slot, netrand.inc's; a RANGE variable, presyn.inc's), and the #define's that name it, are
+     * host memory that device C may not use; C that never reaches them runs on the device */
+    {
+        static const struct {
+            const char *store, *use, *why;
+        } hm[] = {
+            {"_p_sop = (double *)ecalloc(1, sizeof(st));", "y = 1;", NULL},
+            {"_p_sop = (double *)ecalloc(1, sizeof(st));", "y = IDP ? 1 : 0;",
+             "hm.mod:15: VERBATIM C uses IDP, which holds host memory that the CONSTRUCTOR's C makes (hm.mod:10: ecalloc"},
+            {"link = (double)((unsigned long)hoc_Ecalloc(1, sizeof(st)));", "y = LNK->a;",
+             "hm.mod:15: VERBATIM C uses LNK, which holds host memory that the CONSTRUCTOR's C makes (hm.mod:10: "
+             "hoc_Ecalloc"},
+            {"link = (double)((unsigned long)hoc_Ecalloc(1, sizeof(st)));", "y = link;",
+             "hm.mod:15: VERBATIM C uses link, which holds host memory"},
+        };
+        for (size_t k = 0; k < sizeof hm / sizeof *hm; ++k) {
+            char text[768];
+            snprintf(text, sizeof text,
+                     "NEURON { POINT_PROCESS hm RANGE y, link POINTER sop }\nASSIGNED { y sop link }\nVERBATIM\n"
+                     "typedef struct st { double a; } st;\n#define IDP (*((st **)&(_p_sop)))\n"
+                     "#define LNK ((st *)((unsigned long)link))\nENDVERBATIM\nCONSTRUCTOR {\nVERBATIM\n%s\n"
+                     "ENDVERBATIM\n}\nBREAKPOINT {\nVERBATIM\n%s\nENDVERBATIM\n}\n",
+                     hm[k].store, hm[k].use);
+            cuda_case(text, "hm.mod", hm[k].why, "mechanism hm is built for the CPU only", k);
+        }
     }
     /* the variables of C outside the blocks: the CUDA unit's copies renamed (the library would define
      * them twice: vecst.mod's iscr); after that C, the device's macros (its prototypes stay ones) */
@@ -258,7 +291,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 53); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 54); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -459,15 +492,16 @@ int main(void) {
         const char *cu = emit(ba, NS_NMODL_CUDA);
         CHECK(cu && strstr(cu, "extern \"C\" int nsm_x_cuda_hook1(") && strstr(cu, "extern \"C\" int nsm_x_cuda_hook5(") &&
               strstr(cu, "nsm_x_hook5_one(&pp, i, "));
-        /* a DESTRUCTOR, and a point process's CONSTRUCTOR (made on the host with the synapses), keep it
-         * on the CPU loop: no CUDA entry points, cuda_why_not says where */
+        /* a DESTRUCTOR, and a point process's CONSTRUCTOR (made on the host with the synapses), run on
+         * the host on the GPU loop too: CUDA entry points, no device launch for them, no reason */
         o = emit("NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\nDESTRUCTOR { y = 5 }\n",
                  NS_NMODL_C);
-        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else") &&
-              strstr(o, ":4: a DESTRUCTOR runs on the CPU loop only\"") && !strstr(o, "nsm_x_cuda_hook"));
+        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init,") &&
+              strstr(o, "{NULL, nsm_x_cuda_hook1, NULL, NULL, NULL, NULL, NULL},") && !strstr(o, "nsm_x_cuda_hook6") &&
+              !strstr(o, "CPU loop only"));
         o = emit("NEURON { POINT_PROCESS x RANGE y }\nASSIGNED { y }\nCONSTRUCTOR { y = 5 }\n", NS_NMODL_C);
-        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL\n#else") &&
-              strstr(o, ":3: a point process's CONSTRUCTOR runs on the CPU loop only\""));
+        CHECK(o && strstr(o, "#define NSM_CUDA_FNS(x) nsm_##x##_cuda_init,") && !strstr(o, "nsm_x_cuda_hook5") &&
+              !strstr(o, "CPU loop only"));
         const char *h = emit("NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\n"
                              "AFTER SOLVE { y = y + 2 }\n", NS_NMODL_HEADER);
         const char *a = h ? strstr(h, "nsm_x_hook1_F(") : NULL, *b = a ? strstr(a, "1.0") : NULL;

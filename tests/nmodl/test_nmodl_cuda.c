@@ -9,8 +9,9 @@
  * exp: the device's slope is the division's double). Also tests/data/nmodl_gpu (VERBATIM C
  * that real files write: nrn_random_pick behind a POINTER slot that the C writes, VecStim's
  * Vector calls behind a BBCOREPOINTER, nrnran123 state functions, fprintf, variables of the C
- * outside the blocks), and that its nrn_random_pick, reached, stops the run on both (the same
- * message and .mod line). Skips (77) without a CUDA build, a GPU or nvcc; without a GPU it
+ * outside the blocks; ctorgpu.mod's CONSTRUCTOR and DESTRUCTOR, which the GPU loop runs on the host
+ * around the device's copy, with a structure of their own in a POINTER slot as netrand.inc's), and
+ * that vbgpu's nrn_random_pick, reached, stops the run on both (the same message and .mod line). Skips (77) without a CUDA build, a GPU or nvcc; without a GPU it
  * builds tests/data/nmodl_gpu with nvcc first (CI's compile check), then skips. `bash
  * bench/grid.sh check` runs it on a GPU host (and under compute-sanitizer memcheck). */
 #define _POSIX_C_SOURCE 200809L
@@ -67,23 +68,52 @@ static void *dalloc_copy(const void *host, size_t bytes) {
     return d;
 }
 
-/* one mechanism: host run and device run from the same start; returns -1 on a CUDA failure */
-static int n_host_only;
-
-/* A mechanism with a DESTRUCTOR, or a point process with a CONSTRUCTOR, runs on the CPU loop only
- * (docs/mechanisms.md): the translator must give it no CUDA entry points. */
-static int host_only(const ns_mech_desc *d) {
-    return d->hooks[NS_MECH_DESTRUCTOR] || (d->kind == NS_MECH_POINT && d->hooks[NS_MECH_CONSTRUCTOR]);
+/* A point process's CONSTRUCTOR and a DESTRUCTOR run on the host on the GPU loop too (docs/mechanisms.md,
+ * "BEFORE, AFTER, CONSTRUCTOR"): no device code for them, the CONSTRUCTOR before the device's copy is
+ * made, the DESTRUCTOR over the device's copy brought back. */
+static int host_side(const ns_mech_desc *d, int h) {
+    return h == NS_MECH_DESTRUCTOR || (h == NS_MECH_CONSTRUCTOR && d->kind == NS_MECH_POINT);
 }
 
 /* hook h on the host and on the device (its BEFORE/AFTER blocks, a density mechanism's CONSTRUCTOR:
  * ns_mech_desc.cuda_hooks, each where hooks has one) */
 static void hook_both(const ns_mech_desc *d, int h, ns_mech_ppack *hp, ns_mech_ppack *dp) {
+    if (host_side(d, h)) {
+        CHECK_MSG(!d->cuda_hooks[h], "%s: hook %d has device code, yet runs on the host", d->name, h);
+        return;
+    }
     CHECK_MSG(!d->hooks[h] == !d->cuda_hooks[h], "%s: hook %d on the host %s, on the device %s", d->name, h,
               d->hooks[h] ? "yes" : "no", d->cuda_hooks[h] ? "yes" : "no");
     if (!d->hooks[h] || !d->cuda_hooks[h]) return;
     d->hooks[h](hp);
     CHECK(d->cuda_hooks[h](dp, NULL) == 0);
+}
+
+/* field name of d, or -1 */
+static int field_of(const ns_mech_desc *d, const char *name) {
+    for (int k = 0; k < d->n_fields; ++k)
+        if (!strcmp(d->field_names[k], name)) return k;
+    return -1;
+}
+
+/* The DESTRUCTOR over the device's fields brought back (g_f, N instances), as the GPU loop frees them;
+ * ctorgpu's records in `freed` that its structure, made on the host by the CONSTRUCTOR, came back
+ * intact in the device's copy of the POINTER slot, and its `made` reached the device. */
+static void destruct_device_copy(const ns_mech_desc *d, double *g_f, double *glob) {
+    if (!d->hooks[NS_MECH_DESTRUCTOR]) return;
+    double *fp[64];
+    for (int k = 0; k < d->n_fields && k < 64; ++k) fp[k] = g_f + (size_t)k * N;
+    ns_mech_ppack p = {N, 0, NULL, 0.0, 0.025, 34.0, NULL, NULL, NULL, NULL, fp, glob, NULL, NULL, NULL, NULL, NULL};
+    d->hooks[NS_MECH_DESTRUCTOR](&p);
+    const int freed = field_of(d, "freed"), made = field_of(d, "made"), gmax = field_of(d, "gmax");
+    if (strcmp(d->name, "CtorSyn") != 0) return;
+    CHECK(freed >= 0 && made >= 0 && gmax >= 0);
+    int bad = 0;
+    for (int i = 0; freed >= 0 && made >= 0 && gmax >= 0 && i < N; ++i)
+        bad += fp[freed][i] != 1.0 || fp[made][i] != 1.5 * fp[gmax][i] || fp[made][i] == 0.0;
+    printf("CtorSyn: the host's CONSTRUCTOR before the device's copy, its DESTRUCTOR after: %d of %d instances "
+           "wrong\n", bad, N);
+    CHECK_MSG(bad == 0, "CtorSyn: %d instances' structure or made wrong after the device", bad);
 }
 
 /* FUNCTION_TABLEs (test/ftab.mod's two: one argument by abscissae, two by ranges), on the host and
@@ -116,15 +146,6 @@ static int count_mod_files(const char *dir) {
 }
 
 static int compare(const ns_mech_desc *d) {
-    if (host_only(d)) {
-        CHECK_MSG(!d->cuda_init && !d->cuda_current && !d->cuda_state, "%s: CPU-only, yet CUDA entry points",
-                  d->name);
-        /* and says why: FILE:LINE and the construct (ns_mech_desc.cuda_why_not) */
-        CHECK_MSG(d->cuda_why_not && strstr(d->cuda_why_not, ".mod:") && strstr(d->cuda_why_not, "CPU loop only"),
-                  "%s: no reason given (%s)", d->name, d->cuda_why_not ? d->cuda_why_not : "NULL");
-        ++n_host_only;
-        return 0;
-    }
     CHECK_MSG(!d->cuda_why_not, "%s: CUDA entry points, yet a reason for none: %s", d->name, d->cuda_why_not);
     const int point = d->kind == NS_MECH_POINT;
     const int nodes = point ? NODES : N;
@@ -174,6 +195,8 @@ static int compare(const ns_mech_desc *d) {
     ns_mech_ppack hp = {N, 0, point ? index : NULL, 0.0, 0.025, 34.0, v, rhs, dd, point ? w : NULL, fp, glob, table, views,
                         np ? (double *const *const *)hptr_k : NULL, geo, geo + nodes};
     if (d->table_update) d->table_update(&hp);
+    /* a point process's CONSTRUCTOR on the host, before the device's copy (as the GPU loop) */
+    if (host_side(d, NS_MECH_CONSTRUCTOR) && d->hooks[NS_MECH_CONSTRUCTOR]) d->hooks[NS_MECH_CONSTRUCTOR](&hp);
     /* device copies of the same start */
     double *d_f = dalloc_copy(f, sizeof(double) * (size_t)(nf ? nf : 1) * N);
     double *d_v = dalloc_copy(v, sizeof(double) * nodes), *d_rhs = dalloc_copy(rhs, sizeof(double) * nodes);
@@ -245,6 +268,7 @@ static int compare(const ns_mech_desc *d) {
      * its d is a difference quotient over 1e-3 mV of two such solutions. */
     const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : strcmp(d->name, "nonlin") == 0 ? 1e-6 : 1e-9;
     CHECK_MSG(wf < tol && wr < tol && wd < tol && wi < tol, "%s: the device differs from the host", d->name);
+    destruct_device_copy(d, g_f, glob);
     /* pas (a current linear in v, no exp): the device's d and rhs are the host's doubles, which holds only if
      * the device's slope in three operations (nsm_slope) is the host's division by .001 */
     if (strcmp(d->name, "pas") == 0)
@@ -346,11 +370,11 @@ int main(void) {
         ns_mech_library_close(l);
     }
     /* every .mod file of the six folders (one mechanism each) ran on the device, bahook.mod's
-     * BEFORE/AFTER blocks and CONSTRUCTOR and ftab.mod's tables included */
+     * BEFORE/AFTER blocks and CONSTRUCTOR, ctorgpu.mod's host CONSTRUCTOR and DESTRUCTOR and ftab.mod's
+     * tables included */
     int n_files = 0;
     for (int k = 0; k < N_DIRS; ++k) n_files += count_mod_files(dirs[k]);
-    CHECK_MSG(n_files > 0 && n_mech == n_files && n_host_only == 0, "%d mechanisms of %d .mod files, %d CPU-only",
-              n_mech, n_files, n_host_only);
+    CHECK_MSG(n_files > 0 && n_mech == n_files, "%d mechanisms of %d .mod files", n_mech, n_files);
     tmpdir_remove();
     return check_summary("test_nmodl_cuda");
 #endif

@@ -445,7 +445,9 @@ int main(void) {
     o.keep_sources = 0;
     enum { N_LIBS = 6 };
     ns_mech_library_t *libs[N_LIBS] = {NULL, NULL, NULL, NULL, NULL, NULL};
-    /* verbatim: VERBATIM C, which is host C (its own folder: the others are built for the GPU too) */
+    /* verbatim: VERBATIM C of which some is not device C (vbrand's mcell_ran4_init, vbstore's structures that
+     * its host CONSTRUCTOR makes: docs/mechanisms.md, "VERBATIM on the GPU"); its own folder, as the others
+     * are built for the GPU too */
     const char *dirs[N_LIBS] = {MECH_DIR "/neuron", MECH_DIR "/bbp", MECH_DIR "/test", MECH_DIR "/kinetic",
                                 MECH_DIR "/electrode", MECH_DIR "/verbatim"};
     const char *names[N_LIBS] = {"libneuron.so", "libbbp.so", "libtest.so", "libkinetic.so", "libelectrode.so",

@@ -45,10 +45,99 @@ int ns_gpu_model_time_free(const gpu_model *g) {
     return g->n_points == 0;
 }
 
+/* What a hook on the host reads around its instances, brought back from the device as the CPU loop
+ * binds it: their nodes, the nodes' area and diam, the ions d uses (v stays NULL: no v, as there). */
+typedef struct host_env {
+    int *nodes;
+    double *geom, *ion;
+    ns_mech_ion_view views[NS_SIM_MECH_IONS_MAX];
+} host_env;
+
+static void host_env_free(host_env *e) { free(e->nodes), free(e->geom), free(e->ion); }
+
+static ns_status host_env_make(const gpu_model *g, const ns_mech_desc *d, int64_t cnt, const int32_t *nodes_h,
+                               int node_begin, host_env *e) {
+    const size_t nn = (size_t)g->nodes;
+    memset(e, 0, sizeof *e);
+    e->nodes = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *e->nodes);
+    e->geom = malloc(2 * (nn > 0 ? nn : 1) * sizeof *e->geom);
+    e->ion = malloc(5 * nn * (size_t)(d->n_ions > 0 ? d->n_ions : 1) * sizeof *e->ion + 1);
+    if (!e->nodes || !e->geom || !e->ion || d->n_ions > NS_SIM_MECH_IONS_MAX)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: the host's CONSTRUCTOR or DESTRUCTOR of %s", d->name);
+    for (int64_t i = 0; i < cnt; ++i) e->nodes[i] = nodes_h ? nodes_h[i] : node_begin + (int)i;
+    if (g->geom) NS_CUDA_TRY(cudaMemcpy(e->geom, g->geom, 2 * nn * sizeof *e->geom, cudaMemcpyDeviceToHost));
+    for (int j = 0; j < d->n_ions; ++j) {
+        int32_t q = -1;
+        for (int32_t k = 0; k < g->model->n_ions; ++k)
+            if (strcmp(g->model->ions[k].name, d->ions[j].name) == 0) q = k;
+        if (q < 0) return ns_fail(NS_ERR_UNSUPPORTED, "simulation: %s uses the ion %s, which the model lacks", d->name,
+                                  d->ions[j].name);
+        double *b = e->ion + 5 * nn * (size_t)j;
+        NS_CUDA_TRY(cudaMemcpy(b, g->ion + 5 * nn * (size_t)q, 5 * nn * sizeof *b, cudaMemcpyDeviceToHost));
+        const int keep = g->model->ions[q].read_i;
+        e->views[j] = (ns_mech_ion_view){b, b + nn, b + 2 * nn, keep ? b + 3 * nn : NULL, keep ? b + 4 * nn : NULL,
+                                         NULL};
+    }
+    return NS_OK;
+}
+
+ns_status ns_gpu_host_hook(const gpu_model *g, const ns_mech_desc *d, int h, const gpu_host_set *s, const char *when) {
+    double **fp = malloc((size_t)(d->n_fields > 0 ? d->n_fields : 1) * sizeof *fp);
+    double *gl = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof *gl);
+    host_env e;
+    ns_status st = fp && gl ? host_env_make(g, d, s->cnt, s->nodes, s->node_begin, &e)
+                            : ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: the host's hooks of %s", d->name);
+    ns_mech_error err;
+    memset(&err, 0, sizeof err);
+    if (st == NS_OK) {
+        for (int k = 0; k < d->n_fields; ++k) fp[k] = s->f + (size_t)k * (size_t)s->cnt;
+        memcpy(gl, s->glob, (size_t)d->n_globals * sizeof *gl);
+        ns_mech_ppack p;
+        memset(&p, 0, sizeof p);
+        p.n = (int)s->cnt;
+        p.node_index = e.nodes;
+        p.dt = s->dt;
+        p.celsius = s->celsius;
+        p.field = fp;
+        p.global = gl;
+        p.ion = e.views;
+        p.area = e.geom;
+        p.diam = e.geom + g->nodes;
+        p.error = &err;
+        d->hooks[h](&p);
+    }
+    if (fp && gl) host_env_free(&e);
+    free(fp), free(gl);
+    if (st == NS_OK && err.set)
+        st = ns_fail(NS_ERR_MECHANISM, "%s:%d: mechanism %s: %s (%s)", err.file, err.line, err.mech, err.msg, when);
+    return st;
+}
+
+void ns_gpu_destruct(const gpu_model *g, const ns_mech_desc *d, const gpu_mech *gm) {
+    if (!d->hooks[NS_MECH_DESTRUCTOR] || gm->p.n <= 0 || !gm->fields) return;
+    const size_t nf = (size_t)d->n_fields * (size_t)gm->p.n;
+    double *f = malloc((nf > 0 ? nf : 1) * sizeof *f);
+    double *gl = malloc((size_t)(d->n_globals > 0 ? d->n_globals : 1) * sizeof *gl);
+    int32_t *nodes = gm->p.node_index ? malloc((size_t)gm->p.n * sizeof *nodes) : NULL;
+    int ok = f && gl && (!gm->p.node_index || nodes) &&
+             cudaMemcpy(f, gm->fields, nf * sizeof *f, cudaMemcpyDeviceToHost) == cudaSuccess &&
+             (!nodes || cudaMemcpy(nodes, gm->p.node_index, (size_t)gm->p.n * sizeof *nodes, cudaMemcpyDeviceToHost) ==
+                            cudaSuccess);
+    if (ok && gm->p.global && d->n_globals > 0)
+        ok = cudaMemcpy(gl, gm->p.global, (size_t)d->n_globals * sizeof *gl, cudaMemcpyDeviceToHost) == cudaSuccess;
+    else if (ok)
+        memcpy(gl, d->global_defaults, (size_t)d->n_globals * sizeof *gl);
+    const gpu_host_set hs = {f, gm->p.n, gl, nodes, gm->p.node_begin, gm->p.dt, gm->p.celsius};
+    if (ok) (void)ns_gpu_host_hook(g, d, NS_MECH_DESTRUCTOR, &hs, "freeing the instances");
+    free(f), free(gl), free(nodes);
+}
+
 void ns_gpu_model_free(gpu_model *g) {
     if (!g) return;
-    for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k)
+    for (int32_t k = 0; g->m && k < g->model->n_mechs; ++k) { /* NEURON's DESTRUCTOR once per instance */
+        if (g->constructed && g->constructed[k]) ns_gpu_destruct(g, g->model->mechs[k].desc, &g->m[k]);
         for (int a = 0; a < g->m[k].n_allocs; ++a) cudaFree(g->m[k].allocs[a]);
+    }
     free(g->m);
     free(g->constructed);
     ns_gpu_errors_free(&g->m_err);

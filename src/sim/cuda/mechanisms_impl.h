@@ -12,12 +12,17 @@
 #include "core/cuda_check.h"
 #include "core/error.h"
 
-/* BEFORE/AFTER blocks and CONSTRUCTOR without device code (ns_mech_desc.cuda_hooks, ABI 7: a
- * library built for an older ABI); a DESTRUCTOR and a point process's CONSTRUCTOR keep the
- * mechanism without CUDA entry points (cuda_why_not) */
+/* A hook that the GPU loop runs on the host, as NEURON with CoreNEURON does: a point process's CONSTRUCTOR over
+ * the host copy of the instances before it goes to the device, a DESTRUCTOR over the device's copy
+ * brought back when the loop frees them (ns_gpu_host_hook) */
+static inline int host_side_hook(const ns_mech_desc *d, int h) {
+    return h == NS_MECH_DESTRUCTOR || (h == NS_MECH_CONSTRUCTOR && d->kind == NS_MECH_POINT);
+}
+/* BEFORE/AFTER blocks and a density mechanism's CONSTRUCTOR without device code
+ * (ns_mech_desc.cuda_hooks, ABI 7: a library built for an older ABI) */
 static inline int host_hooks(const ns_mech_desc *d) {
     for (int h = 0; h < NS_MECH_N_HOOKS; h++)
-        if (d->hooks[h] && !d->cuda_hooks[h]) return 1;
+        if (d->hooks[h] && !d->cuda_hooks[h] && !host_side_hook(d, h)) return 1;
     return 0;
 }
 static inline ns_status host_hooks_refused(const ns_mech_desc *d) {
@@ -44,6 +49,7 @@ typedef struct gpu_errors {
 typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
+    int constructed;       /* a point type: its host CONSTRUCTOR ran over these instances */
     void *allocs[16];
     int n_allocs;
 } gpu_mech;
@@ -77,6 +83,25 @@ static inline ns_status alloc_up(gpu_mech *gm, void **dst, const void *src, size
     if (src && bytes) NS_CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
     return NS_OK;
 }
+
+/* Instances for a hook on the host: cnt of them, their fields the n_fields arrays of cnt at f (host
+ * memory), GLOBALs glob, nodes (host; NULL: node_begin + i), the step and temperature. */
+typedef struct gpu_host_set {
+    double *f;
+    int64_t cnt;
+    const double *glob;
+    const int32_t *nodes;
+    int node_begin;
+    double dt, celsius;
+} gpu_host_set;
+/* Hook h of d on the host (host_side_hook) over the instances s, with their nodes' area, diam and
+ * ions brought back from the device (no v, as on the CPU loop); an error of its C (hoc_execerror)
+ * is returned, when: where (sim/cuda/mechanisms.c). */
+ns_status ns_gpu_host_hook(const gpu_model *g, const ns_mech_desc *d, int h, const gpu_host_set *s, const char *when);
+/* d's DESTRUCTOR over gm's instances, where it has one: their fields, nodes and GLOBALs brought back
+ * from the device, then ns_gpu_host_hook; its error is dropped (the loop is freeing them, as the CPU
+ * loop's ns_sim_destroy) */
+void ns_gpu_destruct(const gpu_model *g, const ns_mech_desc *d, const gpu_mech *gm);
 
 /* A mechanism's FUNCTION_TABLEs on the device (sim/cuda/mechanisms.c). */
 ns_status ns_gpu_ftables_up(gpu_mech *gm, const ns_mech_desc *d, const ns_mech_ftable *t, const ns_mech_ftable **out);

@@ -11,8 +11,10 @@
 #include "sim/network.h"
 
 void ns_gpu_points_free(gpu_model *g) {
-    for (int32_t k = 0; g->pt && k < g->n_points; ++k)
+    for (int32_t k = 0; g->pt && k < g->n_points; ++k) {
+        if (g->pt[k].constructed) ns_gpu_destruct(g, g->pt_desc[k], &g->pt[k]); /* at each rebuild, as the CPU loop */
         for (int a = 0; a < g->pt[k].n_allocs; ++a) cudaFree(g->pt[k].allocs[a]);
+    }
     free(g->pt);
     free(g->pt_desc);
     free(g->pt_key);
@@ -449,8 +451,17 @@ static ns_status point_type_build(const ns_sim_t *sim, gpu_model *g, int32_t t, 
     if (d->n_ions > NS_SIM_MECH_IONS_MAX)
         st = ns_fail(NS_ERR_UNSUPPORTED, "network: %s uses %d ions (at most %d)", d->name, d->n_ions,
                      NS_SIM_MECH_IONS_MAX);
+    /* NEURON's CONSTRUCTOR once per instance, on the host before the fields go to the device (as
+     * NEURON with CoreNEURON; its C may keep host memory there, which device C never reaches: nmodl_cuda_verbatim.c) */
+    const int ctor = st == NS_OK && cnt > 0 && d->hooks[NS_MECH_CONSTRUCTOR];
+    const gpu_host_set hs = {h.f, cnt, d->global_defaults, h.nodes, 0, sim->params.dt, sim->params.celsius};
+    if (ctor) st = ns_gpu_host_hook(g, d, NS_MECH_CONSTRUCTOR, &hs, "at finitialize");
     if (st == NS_OK) st = alloc_up(gm, (void **)&fields_d, h.f, (size_t)nf * (size_t)cnt * sizeof(double));
     gm->fields = fields_d;
+    gm->constructed = ctor && st == NS_OK;
+    gm->p.n = (int)cnt; /* ns_gpu_destruct's count until ppack_bind */
+    if (ctor && !gm->constructed && d->hooks[NS_MECH_DESTRUCTOR]) /* its fields never reached the device */
+        (void)ns_gpu_host_hook(g, d, NS_MECH_DESTRUCTOR, &hs, "freeing the instances");
     if (st == NS_OK) st = alloc_up(gm, (void **)&nodes_d, h.nodes, (size_t)cnt * sizeof(int32_t));
     if (st == NS_OK) st = alloc_up(gm, (void **)&w_d, h.w, (size_t)cnt * sizeof(double));
     for (int f = 0; st == NS_OK && f < nf; ++f) fptr_h[f] = fields_d + (size_t)f * (size_t)cnt;
