@@ -400,9 +400,11 @@ int main(void) {
         CHECK(run_path(NS_BACKEND_CUDA, NS_SIM_GPU_MECHANISMS_PER_MECHANISM, 1, l5, 2, &p, model, 300.0, 0.8, &pm) == 0);
         CHECK(pm.path == NS_SIM_GPU_MECHANISMS_PER_MECHANISM && pm.graph == 0);
         compare("BBP layer 5 model, 2 cells, GPU per mechanism vs CPU", &pm, &c, 2, 1e-4, 1e-4, 1e-2);
+        /* not the same bits: the fused kernels inline every member's functions, and nvcc contracts
+         * their expressions into FMAs differently than in the per-mechanism kernels (H100,
+         * 2026-12-07: max |dv| 4.8e-10 mV over 300 ms, the GPU-vs-CPU scale); the order of the
+         * phases and of the concentration writers is the same (the determinism check above) */
         compare("BBP layer 5 model, 2 cells, GPU fused launches vs per mechanism", &g, &pm, 2, 1e-4, 1e-4, 1e-2);
-        /* the same per-instance functions in the same order per node: the same bits */
-        CHECK_MSG(same_bits(&pm, &g), "BBP: the fused launches and one launch per mechanism differ");
         free_out(&pm);
     }
     {
