@@ -3,8 +3,8 @@
  * that are members of their library's launches run in one launch per phase
  * (current: a thread per node of the tree group, each inserted member's
  * per-instance function in the model's order, rhs and d in registers;
- * state: a thread per instance of each member in turn, a launch ending
- * after a concentration writer), the others one
+ * state: a thread per instance of each member in turn, a concentration
+ * writer in a launch of its own), the others one
  * launch per mechanism (sim/cuda/mechanisms.c). The maps (a node's members
  * and their instances) are built here at create, over the storage of
  * sim/cuda/mechanisms.c. The rule: sim/policy.h, ns_sim_library_fused_rule;

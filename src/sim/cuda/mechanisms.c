@@ -669,10 +669,13 @@ ns_status ns_gpu_model_states(const ns_sim_t *sim, gpu_model *g, double t, cudaS
     const sim_model *model = g->model;
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const int32_t s0 = ns_gpu_libfused_slot(g->lf, k);
-        if (s0 >= 0) { /* the library's mechanisms from k on in one launch, up to a concentration writer (Nernst
-                        * inside, after it at its nodes): a later member may read what it wrote */
+        if (s0 >= 0) { /* the library's mechanisms from k on in one launch; a concentration writer in a launch of
+                        * its own (Nernst inside, after it at its nodes): a member before it or after it may read
+                        * what it writes, and a launch runs its members' instances in any order */
             int32_t k2 = k + 1;
-            while (!model->mechs[k2 - 1].writes_c && k2 < model->n_mechs && ns_gpu_libfused_slot(g->lf, k2) >= 0) ++k2;
+            while (!model->mechs[k2 - 1].writes_c && k2 < model->n_mechs && !model->mechs[k2].writes_c &&
+                   ns_gpu_libfused_slot(g->lf, k2) >= 0)
+                ++k2;
             const ns_status st = ns_gpu_libfused_run(sim, g->lf, 1, s0, ns_gpu_libfused_slot(g->lf, k2 - 1) + 1, t,
                                                      g->t_dev[1], stream);
             if (st != NS_OK) return st;
