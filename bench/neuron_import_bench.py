@@ -58,8 +58,8 @@ def main():
     ap.add_argument("--tstop", type=float)
     ap.add_argument("--out")
     ap.add_argument("--also-gpu-mechanisms", metavar="PATH",
-                    help="run neurosolve a second time with simulate --gpu-mechanisms PATH (e.g. per-step: a "
-                         "library's fused launches and the step as a CUDA graph) and report its time beside")
+                    help="run neurosolve a second time with simulate --gpu-mechanisms PATH (e.g. per-mechanism: "
+                         "one launch per mechanism and phase) and report its time beside")
     a = ap.parse_args()
     n_nrn = a.neuron_cells or min(a.cells, 64)
     if a.cells < 1 or n_nrn < 1 or a.threads < 1:

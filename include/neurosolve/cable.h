@@ -171,9 +171,7 @@ NS_API ns_status ns_sim_model_read(ns_sim_model_t *model, const char *path);
 typedef enum ns_sim_gpu_mechanisms {
     NS_SIM_GPU_MECHANISMS_AUTO = 0,     /* fused where the rule allows (built-in density mechanisms
                                            only; a network of built-in synapses only), else per
-                                           step, on the GPU one launch per mechanism (as
-                                           PER_MECHANISM) until a GPU run has checked PER_STEP's
-                                           fused launches */
+                                           step (as PER_STEP) */
     NS_SIM_GPU_MECHANISMS_FUSED = 1,    /* GPU: inside the onchip or tree kernel, many steps per launch; CPU:
                                            inside the loop's own passes (the CPU rule also needs hh's
                                            rate table); a model the rule does not allow is refused

@@ -529,10 +529,11 @@ ns_status ns_mech_library_open(const char *path, ns_mech_library_t **out) {
         return ns_fail(NS_ERR_PARSE, "%s: not a mechanism library (no %s)", path, NS_MECH_CATALOGUE_SYMBOL);
     }
     const ns_mech_catalogue *cat = u.fn();
-    if (!cat || cat->abi_version < NS_MECH_ABI_OLDEST || cat->abi_version > NS_MECH_ABI_VERSION) {
+    const int version = cat ? cat->abi_version : -1; /* read before dlclose unmaps it */
+    if (version < NS_MECH_ABI_OLDEST || version > NS_MECH_ABI_VERSION) {
         dlclose(h);
         return ns_fail(NS_ERR_UNSUPPORTED, "%s: mechanism ABI version %d, this neurosolve reads %d to %d", path,
-                       cat ? cat->abi_version : -1, NS_MECH_ABI_OLDEST, NS_MECH_ABI_VERSION);
+                       version, NS_MECH_ABI_OLDEST, NS_MECH_ABI_VERSION);
     }
     for (int i = 0; i < cat->n; i++)
         if (!cat->mechs[i] || cat->mechs[i]->abi_version != cat->abi_version) {

@@ -62,13 +62,13 @@ int32_t ns_sim_gpu_error_slots(const int *cuda_errors, int32_t n, int32_t *slot,
 
 /* The per-step path (sim/cuda/library_fused.h): a library's density
  * mechanisms in its fused launches (mechanism ABI 6, one launch per phase
- * for all of them) where per step is asked for; `auto` keeps one launch per
- * mechanism until a GPU run has measured and checked the fused launches
- * (docs/simulation.md, "Models: the fused loop"); members: the model's
- * mechanisms that have them, one_library: all of them the same library's
- * (one pair of launches). */
+ * for all of them) where per step or auto is asked for (per mechanism keeps
+ * one launch per mechanism: bench/README.md, "GPU mechanisms: per step
+ * against per mechanism"); members: the model's mechanisms that have them,
+ * one_library: all of them the same library's (one pair of launches). */
 int ns_sim_library_fused_rule(int requested, int32_t members, int one_library) {
-    return requested == NS_SIM_GPU_MECHANISMS_PER_STEP && members > 0 && one_library;
+    return (requested == NS_SIM_GPU_MECHANISMS_PER_STEP || requested == NS_SIM_GPU_MECHANISMS_AUTO) && members > 0 &&
+           one_library;
 }
 
 /* The per-step path captures one step as a CUDA graph and replays it
@@ -80,7 +80,8 @@ int ns_sim_library_fused_rule(int requested, int32_t members, int one_library) {
  * take per-step arguments (no graph). A part of few steps is not worth the
  * capture. */
 int ns_sim_step_graph_rule(int requested, int network, int time_free, int64_t steps) {
-    return requested == NS_SIM_GPU_MECHANISMS_PER_STEP && !network && time_free &&
+    return (requested == NS_SIM_GPU_MECHANISMS_PER_STEP || requested == NS_SIM_GPU_MECHANISMS_AUTO) && !network &&
+           time_free &&
            steps >= NS_SIM_STEP_GRAPH_MIN_STEPS;
 }
 

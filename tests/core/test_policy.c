@@ -191,15 +191,17 @@ int main(void) {
         forced.requested = PER_MECH;
         CHECK(ns_sim_gpu_mechanisms_rule(&forced) == PER_MECH);
         /* a library's fused launches (ABI 6) and the step's graph: where per step is asked for
-         * (auto: not until a GPU run has checked them), with members of one library's launches */
-        CHECK(!ns_sim_library_fused_rule(AUTO, 12, 1));          /* the L5 model's library, auto */
+         * or auto, with members of one library's launches */
+        CHECK(ns_sim_library_fused_rule(AUTO, 12, 1));           /* the L5 model's library, auto */
+        CHECK(!ns_sim_library_fused_rule(AUTO, 12, 0));
         CHECK(ns_sim_library_fused_rule(STEP, 12, 1));
         CHECK(ns_sim_library_fused_rule(STEP, 1, 1));
         CHECK(!ns_sim_library_fused_rule(PER_MECH, 12, 1));      /* the bench's `before` */
         CHECK(!ns_sim_library_fused_rule(STEP, 0, 1));           /* built-ins, a library of ABI 3-5, no --cuda */
         CHECK(!ns_sim_library_fused_rule(STEP, 2, 0));           /* two libraries' launches */
         CHECK(ns_sim_step_graph_rule(STEP, 0, 1, NS_SIM_STEP_GRAPH_MIN_STEPS));
-        CHECK(!ns_sim_step_graph_rule(AUTO, 0, 1, 2000));
+        CHECK(ns_sim_step_graph_rule(AUTO, 0, 1, 2000));
+        CHECK(!ns_sim_step_graph_rule(AUTO, 1, 1, 2000));
         CHECK(!ns_sim_step_graph_rule(PER_MECH, 0, 1, 2000));
         CHECK(!ns_sim_step_graph_rule(STEP, 1, 1, 2000));         /* a network */
         CHECK(!ns_sim_step_graph_rule(STEP, 0, 0, 2000));         /* a mechanism that reads t, launched apart */
