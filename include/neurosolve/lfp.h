@@ -248,7 +248,8 @@ typedef struct ns_lfp_timing {
                            are not part of it) */
     /* CUDA only (0 on the CPU), GPU time between events on the probe's stream: */
     int64_t reductions; /* one per launch that had samples */
-    double currents_ms; /* the membrane currents of the buffered samples (and the cells' dipoles) */
+    double currents_ms; /* the cells' dipoles of the buffered samples (per_cell_dipoles; the membrane
+                           currents themselves are written by the loop's step kernels) */
     double gemm_ms;     /* the batched DGEMM of the coefficients (TILES: with the tiles' computation) */
     double sum_ms;      /* the slices' sums and the copies of the results to the host */
 } ns_lfp_timing;
