@@ -149,8 +149,8 @@ NS_API ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartm
  * the samples one launch of the GPU loop can produce at one sample every
  * `every` steps (ceil(2000 / every): the output cadence), and the samples a
  * quarter of free_bytes holds at sample_bytes each (0: not one fits). One
- * currents pass and one DGEMM then serve K samples: the coefficients are
- * read once per K samples; the potentials do not depend on K. */
+ * DGEMM then serves K samples: the coefficients are read once per K
+ * samples; the potentials do not depend on K. */
 #define NS_LFP_BATCH_MAX 256
 NS_API int64_t ns_lfp_batch_rows(int64_t asked, int64_t every, int64_t free_bytes, int64_t sample_bytes);
 

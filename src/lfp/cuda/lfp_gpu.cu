@@ -56,7 +56,7 @@ struct lfp_gpu {
     double *mid, *pcell, *imem;
     int64_t *cell_offset, *col, *pop_slice;
     unsigned char *membrane;
-    cudaEvent_t ev[4];    /* a reduction's phases: start, currents done, DGEMM done, sums and copies done */
+    cudaEvent_t ev[4];    /* a reduction's phases: start, the cells' dipoles done, DGEMM done, sums and copies done */
     double *kept;         /* keep: kept_cap rows of R, the run's samples (ns_lfp_device_results) */
     int64_t kept_cap;
     int keep;
