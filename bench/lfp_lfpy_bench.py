@@ -12,7 +12,7 @@ usage: lfp_lfpy_bench.py [--cli build/neurosolve] [--morph data/morphologies/l5p
    --every (K: steps, or Xms; the rows are named K, or S:K when --storage names several); the
    run's wall_s (the loop, sampling included), the command's whole time (set-up and
    the coefficients included), the added run time with the probe, and the probe's own account
-   (simulate's lfp_timing: set-up, host time in the reductions, GPU time of the currents, the
+   (simulate's lfp_timing: set-up, host time in the reductions, GPU time of the cells' dipoles, the
    DGEMM and the sums). With --batch each K of --every is also run with `--lfp-batch` at each
    value given (the samples per reduction on the GPU; rows "K@B"). With --split each run is repeated at twice the tstop: the added time
    of the second half is the per-sample cost, the rest of the first run's the fixed cost.
@@ -268,7 +268,7 @@ def main():
     res = {"morphology": os.path.basename(args.morph), "cells": args.cells, "contacts": len(probe),
            "tstop_ms": args.tstop, "backend": args.backend}
     res["without_probe"] = simulate(args.cli, args, base)
-    print("| %s x %d: every | storage | wall_s | added | host ms | currents / gemm / sum GPU ms | reductions | "
+    print("| %s x %d: every | storage | wall_s | added | host ms | dipoles / gemm / sum GPU ms | reductions | "
           "set-up |\n|---|---|---:|---:|---:|---|---:|---:|\n| none | - | %.4f s | - | - | - | - | - |"
           % (res["morphology"], args.cells, res["without_probe"]["wall_s"]), file=sys.stderr, flush=True)
     if args.split:

@@ -149,8 +149,8 @@ NS_API ns_lfp_storage ns_lfp_choose_storage(int64_t electrodes, int64_t compartm
  * the samples one launch of the GPU loop can produce at one sample every
  * `every` steps (ceil(2000 / every): the output cadence), and the samples a
  * quarter of free_bytes holds at sample_bytes each (0: not one fits). One
- * currents pass and one DGEMM then serve K samples: the coefficients are
- * read once per K samples; the potentials do not depend on K. */
+ * DGEMM then serves K samples: the coefficients are read once per K
+ * samples; the potentials do not depend on K. */
 #define NS_LFP_BATCH_MAX 256
 NS_API int64_t ns_lfp_batch_rows(int64_t asked, int64_t every, int64_t free_bytes, int64_t sample_bytes);
 
@@ -248,7 +248,8 @@ typedef struct ns_lfp_timing {
                            are not part of it) */
     /* CUDA only (0 on the CPU), GPU time between events on the probe's stream: */
     int64_t reductions; /* one per launch that had samples */
-    double currents_ms; /* the membrane currents of the buffered samples (and the cells' dipoles) */
+    double currents_ms; /* the cells' dipoles of the buffered samples (per_cell_dipoles; the membrane
+                           currents themselves are written by the loop's step kernels) */
     double gemm_ms;     /* the batched DGEMM of the coefficients (TILES: with the tiles' computation) */
     double sum_ms;      /* the slices' sums and the copies of the results to the host */
 } ns_lfp_timing;

@@ -39,8 +39,7 @@ struct ns_lfp {
     int64_t last_step;
     lfp_gpu *gpu;     /* a CUDA simulation: the sampler in its loop, the reduction on its GPU */
     int64_t rows;     /* GPU: samples per reduction */
-    double *tot, *tmid; /* GPU: rows x (n_el + 3); rows */
-    lfp_stim *stims;  /* GPU: the simulation's clamps by compartment */
+    double *tot;      /* GPU: rows x (n_el + 3) */
     ns_lfp_storage storage;
     double *seg;      /* TILES: the placed segments, start (3 n), end (3 n), diam (n) */
     unsigned char *point; /* TILES: n, 1 where the segment is a point source */
@@ -124,47 +123,33 @@ static ns_status sample(ns_sim_t *sim, void *ctx, double t_mid, int last);
 static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
 static ns_status gpu_finish(ns_sim_t *sim, void *ctx);
 
-/* The coefficients and geometry onto the simulation's GPU (the children as CSR). */
+/* The coefficients and geometry onto the simulation's GPU, and its loop's sampler (sim_impl.h's snap). */
 static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
     const int64_t n = L->n_comp;
-    int64_t *begin = calloc((size_t)n + 1, sizeof *begin), *child = malloc((size_t)(n > 0 ? n : 1) * sizeof *child);
-    int64_t *fill = malloc((size_t)(n > 0 ? n : 1) * sizeof *fill);
-    ns_status st = NS_OK;
-    if (!begin || !child || !fill) {
-        st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)n);
-    } else {
-        for (int64_t j = 0; j < n; ++j)
-            if (L->parent[j] >= 0) begin[L->parent[j] + 1]++;
-        for (int64_t j = 0; j < n; ++j) begin[j + 1] += begin[j];
-        for (int64_t j = 0; j < n; ++j) fill[j] = begin[j];
-        for (int64_t j = 0; j < n; ++j)
-            if (L->parent[j] >= 0) child[fill[L->parent[j]]++] = j;
-        int64_t stride = 0;
-        st = ns_lfp_gpu_positions(sim, fill, &stride); /* fill: each compartment's state position */
-        const int f32 = L->storage == NS_LFP_STORAGE_F32, tiles = L->storage == NS_LFP_STORAGE_TILES || f32;
-        const lfp_gpu_geometry geo = {L->n_el,     n,     L->n_cells,          L->M,       L->g,
-                                      L->parent,   begin, child,               L->membrane, L->mid,
-                                      sim->cell_offset, fill, stride,          L->n_pop,   L->pop,
-                                      L->o.per_cell_dipoles, L->o.batch, L->o.every,
-                                      tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
-                                      L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
-                                      L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32,
-                                      L->lr};
-        if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
-        if (st == NS_OK) {
-            sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
-            sim->snap_rows = L->rows;
-            sim->snap_stride = stride;
-            const int rel = f32 || L->lr; /* F32, LOWRANK: each sample's bound after the rows */
-            L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3 + rel) * sizeof *L->tot);
-            L->tmid = malloc((size_t)L->rows * sizeof *L->tmid);
-            L->stims = malloc((size_t)(sim->n_stims > 0 ? sim->n_stims : 1) * sizeof *L->stims);
-            if (!L->tot || !L->tmid || !L->stims) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples", (long long)L->rows);
-        }
+    int64_t *pos = malloc((size_t)(n > 0 ? n : 1) * sizeof *pos);
+    if (!pos) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld compartments", (long long)n);
+    int64_t stride = 0;
+    ns_status st = ns_lfp_gpu_positions(sim, pos, &stride); /* each compartment's state position */
+    const int f32 = L->storage == NS_LFP_STORAGE_F32, tiles = L->storage == NS_LFP_STORAGE_TILES || f32;
+    const lfp_gpu_geometry geo = {L->n_el,     n,     L->n_cells,          L->M,       L->g,
+                                  L->parent,   L->membrane, L->mid,        sim->cell_offset, pos,
+                                  stride,      L->n_pop,   L->pop,
+                                  L->o.per_cell_dipoles, L->o.batch, L->o.every,
+                                  tiles,       L->seg, L->seg ? L->seg + 3 * n : NULL,
+                                  L->seg ? L->seg + 6 * n : NULL,           L->point,   L->pts,
+                                  L->pt_begin, L->o.sigma, L->o.tile_bytes, L->o.device_results, f32,
+                                  L->lr};
+    if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
+    if (st == NS_OK) {
+        sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
+        ns_lfp_gpu_sampler(L->gpu, &sim->snap_col, &sim->snap_g, &sim->snap_ld);
+        sim->snap_rows = L->rows;
+        sim->snap_stride = stride;
+        const int rel = f32 || L->lr; /* F32, LOWRANK: each sample's bound after the rows */
+        L->tot = malloc((size_t)L->rows * (size_t)(L->n_el + 3 + rel) * sizeof *L->tot);
+        if (!L->tot) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld samples", (long long)L->rows);
     }
-    free(begin);
-    free(child);
-    free(fill);
+    free(pos);
     return st;
 }
 
@@ -175,7 +160,9 @@ void ns_lfp_destroy(ns_lfp_t *L) {
         L->sim->sample_flush = NULL;
         L->sim->sample_finish = NULL;
         L->sim->snap = NULL;
-        L->sim->snap_rows = L->sim->snap_stride = 0;
+        L->sim->snap_col = NULL;
+        L->sim->snap_g = NULL;
+        L->sim->snap_rows = L->sim->snap_stride = L->sim->snap_ld = 0;
         L->sim->sample_ctx = NULL;
         L->sim->sample_every = 0;
     }
@@ -183,7 +170,7 @@ void ns_lfp_destroy(ns_lfp_t *L) {
     free(L->v); free(L->imem); free(L->ibuf);
     free(L->phi); free(L->t); free(L->P); free(L->Pc); free(L->pcell);
     free(L->pop); free(L->phi_pop); free(L->accp);
-    free(L->tot); free(L->tmid); free(L->stims);
+    free(L->tot);
     free(L->seg); free(L->point); free(L->pts); free(L->pt_begin);
     free(L->mmax); free(L->cabs);
     ns_lfp_lowrank_free(L->lr);
@@ -817,9 +804,9 @@ static ns_status gpu_finish(ns_sim_t *sim, void *ctx) {
 
 /* The samples of a GPU loop's launch (sim_impl.h's sample_flush): steps
  * (step0, step0 + steps] from t0, those at multiples of `every` in snap's
- * rows; the clamps go with their compartments, in the order added. Their
- * reduction is submitted to run beside the next launch, which writes the
- * other buffer; the previous launch's is collected first. */
+ * rows, their currents written by the loop. Their reduction is submitted to
+ * run beside the next launch, which writes the other buffer; the previous
+ * launch's is collected first. */
 static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps) {
     ns_lfp_t *L = ctx;
     const int64_t every = L->o.every;
@@ -835,30 +822,11 @@ static ns_status gpu_flush(ns_sim_t *sim, void *ctx, int64_t step0, double t0, i
     const int64_t k0 = L->samples;
     double t = t0;
     for (int64_t q = 1, b = 0; q <= steps; ++q) {
-        const double mid = ns_sim_half_step(t, sim->params.dt);
-        t = ns_sim_half_step(mid, sim->params.dt);
-        if ((step0 + q) % every == 0) L->tmid[b] = mid, L->t[k0 + b] = t, ++b;
-    }
-    /* the clamps by compartment, stable (a compartment's in the order added) */
-    int64_t ns = 0;
-    if (sim->n_stims > 0) {
-        lfp_stim *s = realloc(L->stims, (size_t)sim->n_stims * sizeof *s);
-        if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld clamps", (long long)sim->n_stims);
-        L->stims = s;
-        for (int64_t c = 0; c < L->n_cells; ++c)
-            for (int64_t q = sim->stim_begin[c]; q < sim->stim_begin[c + 1]; ++q) {
-                const sim_stim *x = &sim->stims[sim->stim_order[q]];
-                s[ns++] = (lfp_stim){sim->cell_offset[c] + x->node, x->del, x->dur, x->amp};
-            }
-        for (int64_t i = 1; i < ns; ++i) { /* insertion sort: the clamps are few and mostly in order */
-            const lfp_stim x = s[i];
-            int64_t j = i;
-            while (j > 0 && s[j - 1].node > x.node) s[j] = s[j - 1], --j;
-            s[j] = x;
-        }
+        t = ns_sim_half_step(ns_sim_half_step(t, sim->params.dt), sim->params.dt);
+        if ((step0 + q) % every == 0) L->t[k0 + b] = t, ++b;
     }
     const double t_submit = ns_time_ms();
-    st = ns_lfp_gpu_submit(L->gpu, k0, (int32_t)nb, L->tmid, L->stims, ns, L->pop != NULL, L->o.per_cell_dipoles, 1);
+    st = ns_lfp_gpu_submit(L->gpu, k0, (int32_t)nb, L->pop != NULL, L->o.per_cell_dipoles, 1);
     L->sampling_ms += ns_time_ms() - t_submit;
     if (st != NS_OK) return st;
     L->pend_k0 = k0;

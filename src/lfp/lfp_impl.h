@@ -73,11 +73,11 @@ void ns_lfp_lowrank_apply(lfp_lowrank *lr, const double *I, const int64_t *off, 
 
 /* ------------------------------------------------ the GPU reduction (cuda/)
  * For a CUDA simulation the sampler runs inside the GPU loop (sim_impl.h's
- * snap): the loop writes v of every state position after each sampled step
- * into a buffer of `rows` samples; after each launch the membrane currents
- * of the buffered samples are formed on the GPU (Kirchhoff per node, the
- * clamps on at each sample's midpoint) into a compartments x samples
- * matrix I, and the potentials and the summed dipole come out of one
+ * snap): after each sampled step the loop's step kernels write the membrane
+ * current of every compartment (Kirchhoff per node with the step's new v,
+ * the clamps on at the step's midpoint) into its column of a buffer of
+ * `rows` samples, the compartments x samples matrix I; after each launch
+ * the potentials and the summed dipole come out of one
  * batched DGEMM (cuBLAS) of the coefficients (electrodes + 3 dipole rows,
  * the compartments grouped by population and cut into equal slices) with
  * I, the slices' partial sums added in a fixed order (per population, then
@@ -89,13 +89,11 @@ typedef struct lfp_gpu_geometry {
     const double *M;            /* n_el x n_comp */
     const double *g;            /* n_comp: axial conductance to the parent [uS] */
     const int64_t *parent;      /* n_comp: the parent's Flat index, -1 at a root */
-    const int64_t *child_begin; /* n_comp + 1 into child (CSR of the children) */
-    const int64_t *child;
     const unsigned char *membrane;
     const double *mid;          /* 3 x n_comp */
     const int64_t *cell_offset; /* n_cells + 1 */
-    const int64_t *pos;         /* n_comp: the state position of each compartment (snap's row) */
-    int64_t stride;             /* positions in a snap row */
+    const int64_t *pos;         /* n_comp: the state position of each compartment */
+    int64_t stride;             /* state positions in all */
     int32_t n_pop;              /* populations (1: none given) */
     const int32_t *pop;         /* n_cells: each cell's population, NULL: all 0 */
     int per_cell_dipoles;
@@ -114,12 +112,6 @@ typedef struct lfp_gpu_geometry {
     const lfp_lowrank *lowrank; /* LOWRANK: each cell's factors (M is NULL) */
 } lfp_gpu_geometry;
 
-/* A clamp of the simulation: its compartment (Flat index) and pulse. */
-typedef struct lfp_stim {
-    int64_t node;
-    double del, dur, amp;
-} lfp_stim;
-
 /* Free memory of `device` [bytes] (0 in a build without CUDA). */
 int64_t ns_lfp_gpu_free_bytes(int device);
 /* The GPU phases' times so far (reductions, currents_ms, gemm_ms, sum_ms;
@@ -131,20 +123,21 @@ void ns_lfp_gpu_destroy(lfp_gpu *G);
 /* The state position of every compartment (pos, n_comp) in the parts of
  * ns_sim_state_part laid end to end (stride positions in all). */
 ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *stride);
-/* The snap buffer of the next launch (device, rows x stride; two of them,
- * alternating: one is written while the other's reduction runs) and its rows. */
+/* The snap buffer of the next launch (device, rows of the ld that
+ * ns_lfp_gpu_sampler gives; two of them, alternating: one is written while
+ * the other's reduction runs) and its rows. */
 double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows);
+/* sim_impl.h's snap_col, snap_g (device, per state position) and snap_ld. */
+void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld);
 /* submit: the nb samples in rows [0, nb) of the buffer the last launch wrote,
- * samples k0 .. k0 + nb - 1 of the run (tmid: each sample's step midpoint
- * [ms]; stims sorted by node, n_stims of them), enqueued on the GPU; pop,
+ * samples k0 .. k0 + nb - 1 of the run, enqueued on the GPU; pop,
  * pcell, imem: whether those are wanted. collect (before the next submit, and
  * at the end of each advance) waits for them: tot (host, nb x (n_el + 3): the
  * potentials, then the dipole), rel (f32: host, nb: each sample's error bound
  * relative to its largest potential, as ns_lfp_error_bound), pop (host, nb x
  * n_pop x n_el), pcell (host, nb x n_cells x 3), imem (host, n_comp: the last
  * sample's currents); NULL: not copied. */
-ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                            int64_t n_stims, int pop, int pcell, int imem);
+ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, int pop, int pcell, int imem);
 /* Samples submitted and not yet collected (0: none). */
 int32_t ns_lfp_gpu_pending(const lfp_gpu *G);
 ns_status ns_lfp_gpu_collect(lfp_gpu *G, double *tot, double *rel, double *pop, double *pcell, double *imem);

@@ -110,17 +110,24 @@ struct ns_sim {
     void *sample_ctx;
     int64_t sample_every;
     /* The sampler inside the GPU loop instead (a CUDA simulation's LFP:
-     * src/lfp/cuda; `sample` is then NULL): the loop writes v of every state
-     * position (the parts of ns_sim_state_part in order, each from the sum
-     * of the sizes before it; snap_stride in all) after every
-     * sample_every-th step into row (step / sample_every - first) of `snap`
-     * (device, snap_rows rows; first: the launch's first sampled step's),
-     * each launch holding at most snap_rows samples, and calls sample_flush
-     * after each launch (its work finished) with the launch's first step,
-     * start time and steps (sample_flush may point snap at another buffer
-     * of as many rows for the next launch). */
+     * src/lfp/cuda; `sample` is then NULL): after every sample_every-th step
+     * the loop writes the membrane current [nA] of every state position that
+     * has a column (the parts of ns_sim_state_part in order, each from the
+     * sum of the sizes before it; snap_stride positions in all) into
+     * snap[row * snap_ld + snap_col[position]] (row: step / sample_every -
+     * first; first: the launch's first sampled step's): Kirchhoff at the node
+     * with the step's new v, snap_g[position] the axial conductance to its
+     * parent [uS] (the children's theirs), plus the clamps on at the step's
+     * midpoint; snap_col[position] < 0: nothing written (no membrane). snap,
+     * snap_col and snap_g are device memory, snap_rows rows; each launch
+     * holds at most snap_rows samples, and sample_flush is called after each
+     * launch (its work finished) with the launch's first step, start time
+     * and steps (sample_flush may point snap at another buffer of as many
+     * rows for the next launch). */
     double *snap;
-    int64_t snap_stride, snap_rows;
+    const int32_t *snap_col;
+    const double *snap_g;
+    int64_t snap_stride, snap_rows, snap_ld;
 #define NS_SIM_GPU_LAUNCH_STEPS 2000 /* the GPU loop's steps per launch at most (sim/cuda/step.c) */
     ns_status (*sample_flush)(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
     /* sample_flush leaves a launch's reduction running beside the next

@@ -380,7 +380,8 @@ static double *copy_of(const double *src, int64_t n) {
 
 static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_backend backend,
                            ns_hines_method method, int64_t every, int64_t batch, ns_lfp_storage storage,
-                           int cells, int64_t steps, pop_out *o) {
+                           int cells, int64_t steps, const ns_sim_model_t *model, ns_sim_gpu_mechanisms mechs,
+                           pop_out *o) {
     ns_sim_params p;
     ns_sim_params_init(&p);
     ns_sim_options so;
@@ -388,6 +389,8 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     so.backend = backend;
     so.method = method;
     so.threads = cells < 32 ? 1 : 0; /* a small run: no parallel regions (they cost more on a loaded machine) */
+    so.model = model;
+    so.gpu_mechanisms = mechs;
     int32_t *shapes = calloc((size_t)cells, sizeof *shapes), *pop = malloc((size_t)cells * sizeof *pop);
     double *place = malloc((size_t)cells * 6 * sizeof *place);
     ns_sim_t *sim = NULL;
@@ -473,7 +476,8 @@ static void test_populations(const ns_cell_t *cell) {
     probe.n = 48;
     enum { CELLS = 12, STEPS = 60 };
     pop_out a = {0};
-    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, NS_LFP_STORAGE_AUTO, CELLS, STEPS, &a);
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, NS_LFP_STORAGE_AUTO, CELLS, STEPS, NULL,
+                   NS_SIM_GPU_MECHANISMS_AUTO, &a);
     if (a.phi && a.pop && a.imem && a.M && a.off) {
         const int64_t E = probe.n, S = a.samples, n = a.n_comp;
         double sum_err = 0.0, dot_err = 0.0, big = 0.0;
@@ -502,7 +506,8 @@ static void test_populations(const ns_cell_t *cell) {
     /* F32: the coefficients rounded to float; the difference from the exact run within each sample's
      * bound, the bound below the default tolerance here; a tolerance below the bound fails the run */
     pop_out f = {0};
-    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, NS_LFP_STORAGE_F32, CELLS, STEPS, &f);
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 0, NS_LFP_STORAGE_F32, CELLS, STEPS, NULL,
+                   NS_SIM_GPU_MECHANISMS_AUTO, &f);
     if (a.phi && f.phi && f.M && a.M && f.samples == a.samples) {
         const int64_t E = probe.n, S = a.samples, n = a.n_comp;
         double worst = 0.0, over = 0.0, mrel = 0.0;
@@ -585,6 +590,76 @@ static void test_populations(const ns_cell_t *cell) {
     ns_sim_destroy(sim);
 }
 
+/* The currents of a model's run on the GPU (written by the tree kernel with hh fused into it, and
+ * by the per-step path's one-step launches with hh in launches of its own) against the CPU loop
+ * with the same model, every step through a buffer of 7 samples. The two loops' v agree to
+ * rounding, not bit for bit (tests/mech/test_sim_model_cuda.c), hence 1e-6 of the largest. */
+static void test_cuda_model(const ns_cell_t *cell, const ns_lfp_probe *probe) {
+    ns_sim_model_t *model = NULL;
+    const char *text = "all.insert = hh\n";
+    CHECK_OK(ns_sim_model_create(NULL, &model));
+    CHECK_OK(ns_sim_model_parse(model, text, strlen(text), "hh.model"));
+    pop_out cpu = {0};
+    population_run(cell, probe, NS_BACKEND_CPU, NS_HINES_AUTO, 1, 7, NS_LFP_STORAGE_DENSE, 64, 400, model,
+                   NS_SIM_GPU_MECHANISMS_AUTO, &cpu);
+    const ns_sim_gpu_mechanisms paths[2] = {NS_SIM_GPU_MECHANISMS_FUSED, NS_SIM_GPU_MECHANISMS_PER_STEP};
+    for (int k = 0; k < 2 && cpu.phi; ++k) {
+        pop_out gpu = {0};
+        population_run(cell, probe, NS_BACKEND_CUDA, NS_HINES_TREE, 1, 7, NS_LFP_STORAGE_DENSE, 64, 400, model,
+                       paths[k], &gpu);
+        if (gpu.phi && gpu.samples == cpu.samples) {
+            const int64_t S = cpu.samples, E = probe->n;
+            double pw = 0.0, sw = 0.0;
+            for (int64_t e = 0; e < E; ++e) pw = fmax(pw, row_err(gpu.phi + e, cpu.phi + e, S, E, E));
+            for (int d = 0; d < 3; ++d) sw = fmax(sw, row_err(gpu.P + d, cpu.P + d, S, 3, 3));
+            const double iw = row_err(gpu.imem, cpu.imem, gpu.n_comp, 1, 1);
+            CHECK_MSG(pw <= 1e-6 && sw <= 1e-6 && iw <= 1e-6,
+                      "model on the GPU (%s) vs CPU: potentials %.3g, dipole %.3g, last currents %.3g",
+                      k ? "per step" : "fused", pw, sw, iw);
+            printf("model on the GPU (%s) vs CPU, 64 cells every step: potentials %.3g, dipole %.3g, currents %.3g\n",
+                   k ? "per step" : "fused", pw, sw, iw);
+        } else {
+            CHECK_MSG(0, "model on the GPU (%s): no samples", k ? "per step" : "fused");
+        }
+        pop_out_free(&gpu);
+    }
+    pop_out_free(&cpu);
+    ns_sim_model_destroy(model);
+}
+
+/* Big cells (38,580 compartments each: the tree kernel's cluster of blocks with the state in
+ * device memory, the currents' neighbours and the clamps read across the cluster) against the
+ * CPU, every 2 steps through a buffer of 7 samples, on 48 contacts. */
+static void test_cuda_big(const ns_lfp_probe *probe) {
+    ns_morph_t *morph = NULL;
+    ns_cell_t *big = NULL;
+    CHECK_OK(ns_swc_read(NS_MORPHOLOGIES "/dense_Animal_2_Basal_2.swc", NULL, &morph));
+    if (morph) CHECK_OK(ns_discretize(morph, NULL, &big));
+    const ns_lfp_probe few = {probe->n < 48 ? probe->n : 48, probe->contacts};
+    pop_out cpu = {0}, gpu = {0};
+    if (big) {
+        population_run(big, &few, NS_BACKEND_CPU, NS_HINES_AUTO, 2, 7, NS_LFP_STORAGE_DENSE, 3, 100, NULL,
+                       NS_SIM_GPU_MECHANISMS_AUTO, &cpu);
+        population_run(big, &few, NS_BACKEND_CUDA, NS_HINES_TREE, 2, 7, NS_LFP_STORAGE_DENSE, 3, 100, NULL,
+                       NS_SIM_GPU_MECHANISMS_AUTO, &gpu);
+    }
+    if (cpu.phi && gpu.phi && cpu.samples == gpu.samples) {
+        const int64_t S = cpu.samples, E = few.n;
+        double pw = 0.0;
+        for (int64_t e = 0; e < E; ++e) pw = fmax(pw, row_err(gpu.phi + e, cpu.phi + e, S, E, E));
+        const double iw = row_err(gpu.imem, cpu.imem, gpu.n_comp, 1, 1);
+        CHECK_MSG(pw <= 1e-9 && iw <= 1e-9, "big cells on the GPU vs CPU: potentials %.3g, last currents %.3g", pw, iw);
+        printf("big cells (%lld compartments) on the GPU vs CPU, every 2 steps: potentials %.3g, currents %.3g\n",
+               (long long)gpu.n_comp, pw, iw);
+    } else {
+        CHECK_MSG(0, "big cells: no run to compare");
+    }
+    pop_out_free(&cpu);
+    pop_out_free(&gpu);
+    ns_cell_destroy(big);
+    ns_morph_destroy(morph);
+}
+
 /* The GPU reduction: the cell of the reference on the GPU loop against LFPy and the CPU run,
  * and a placed population sampled every step on both backends. */
 static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) {
@@ -614,11 +689,13 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
     const int64_t every[2] = {1, 3}, batch[2] = {7, 0};
     for (int q = 0; q < 2; ++q) {
         pop_out cpu = {0};
-        population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, every[q], 0, NS_LFP_STORAGE_AUTO, 64, 400, &cpu);
+        population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, every[q], 0, NS_LFP_STORAGE_AUTO, 64, 400, NULL,
+                       NS_SIM_GPU_MECHANISMS_AUTO, &cpu);
         for (int m = 0; m < 3; ++m) { /* onchip, tree, tree with the coefficients in tiles */
             pop_out gpu = {0};
             const ns_lfp_storage storage = m == 2 ? NS_LFP_STORAGE_TILES : NS_LFP_STORAGE_DENSE;
-            population_run(cell, &probe, NS_BACKEND_CUDA, methods[m > 0], every[q], batch[q], storage, 64, 400, &gpu);
+            population_run(cell, &probe, NS_BACKEND_CUDA, methods[m > 0], every[q], batch[q], storage, 64, 400,
+                           NULL, NS_SIM_GPU_MECHANISMS_AUTO, &gpu);
             if (cpu.phi && gpu.phi) {
                 CHECK(gpu.samples == cpu.samples);
                 const int64_t S = cpu.samples, E = probe.n, C = 64 * 3, PE = 3 * E;
@@ -646,8 +723,10 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
     }
     /* f32 on the GPU (float coefficients made in tiles, widened per reduction) against f32 on the CPU */
     pop_out cf = {0}, gf = {0};
-    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 1, 7, NS_LFP_STORAGE_F32, 64, 400, &cf);
-    population_run(cell, &probe, NS_BACKEND_CUDA, NS_HINES_TREE, 1, 7, NS_LFP_STORAGE_F32, 64, 400, &gf);
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 1, 7, NS_LFP_STORAGE_F32, 64, 400, NULL,
+                   NS_SIM_GPU_MECHANISMS_AUTO, &cf);
+    population_run(cell, &probe, NS_BACKEND_CUDA, NS_HINES_TREE, 1, 7, NS_LFP_STORAGE_F32, 64, 400, NULL,
+                   NS_SIM_GPU_MECHANISMS_AUTO, &gf);
     if (cf.phi && gf.phi && cf.samples == gf.samples) {
         double pw = 0.0;
         for (int64_t e = 0; e < probe.n; ++e) pw = fmax(pw, row_err(gf.phi + e, cf.phi + e, cf.samples, probe.n, probe.n));
@@ -657,6 +736,8 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
     }
     pop_out_free(&cf);
     pop_out_free(&gf);
+    test_cuda_model(cell, &probe);
+    test_cuda_big(&probe);
     ns_lfp_probe_free(&probe);
 }
 

@@ -1,8 +1,8 @@
 /* The LFP's reduction on the simulation's GPU (lfp_impl.h): the membrane
- * currents of the buffered samples from the loop's v (Kirchhoff per node and
- * the clamps), the cells' dipoles on request, and the potentials and summed
- * dipole as one batched DGEMM over compartment slices, the slices added in
- * a fixed order. docs/extracellular.md. */
+ * currents of the buffered samples (written by the loop's step kernels into
+ * their columns of I: sim_impl.h's snap), the cells' dipoles on request, and
+ * the potentials and summed dipole as one batched DGEMM over compartment
+ * slices, the slices added in a fixed order. docs/extracellular.md. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +32,7 @@ struct lfp_gpu {
     cudaStream_t stream;
     const ns_cublas_api *blas;
     cublasHandle_t handle;
-    int64_t n_el, n_comp, n_cells, R, ncp, slice, n_slices, stride, rows;
+    int64_t n_el, n_comp, n_cells, R, ncp, slice, n_slices, rows;
     int32_t n_pop, per_cell;
     double *A;            /* ncp x R, column-major: the coefficients, then mid x, y, z (0 in the padding);
                              TILES: tile_slices slices of it, computed per reduction */
@@ -42,22 +42,21 @@ struct lfp_gpu {
     double *seg, *pts;    /* TILES: start (3 n), end (3 n), diam (n); the contacts' points */
     int64_t *pt_begin, *comp_of_col; /* TILES: n_el + 1; ncp (-1: padding) */
     unsigned char *point;
-    double *I;            /* ncp x rows: the samples' currents by column (0 in the padding) */
+    double *I;            /* ncp x rows: the reduced samples' currents by column (bufs[0] or bufs[1]) */
+    double *bufs[2];      /* ncp x rows each (0 in the padding and without membrane): one written by a
+                             launch (sim_impl.h's snap) while the other's reduction runs */
+    int32_t *scol;        /* per state position: its compartment's column, -1 without membrane (snap_col) */
+    double *sg;           /* per state position: the axial conductance to the parent [uS] (snap_g) */
     double *partial;      /* n_slices x rows x R */
     double *tot, *pop;    /* rows x R; rows x n_pop x n_el */
-    double *snap;         /* the buffer being reduced: snaps[0] or snaps[1] */
-    double *snaps[2];     /* rows x stride each: one written by a launch while the other's reduction runs */
     int cur;              /* the buffer of the next launch */
     double *h_tot, *h_rel, *h_pop, *h_pcell, *h_imem; /* pinned: the submitted reduction's results */
     int32_t pend_nb;      /* samples of the submitted reduction not yet collected (0: none) */
     int pend_pop, pend_pcell, pend_imem;
-    double *g, *mid, *pcell, *tmid, *imem;
-    int64_t *parent, *child_begin, *cpos, *cell_offset, *pos, *col, *pop_slice;
-    double *cg;           /* the children's conductances, by child_begin (cpos: their state positions) */
+    double *mid, *pcell, *imem;
+    int64_t *cell_offset, *col, *pop_slice;
     unsigned char *membrane;
-    lfp_stim *stims;
-    int64_t stim_cap;
-    cudaEvent_t ev[4];    /* a reduction's phases: start, currents done, DGEMM done, sums and copies done */
+    cudaEvent_t ev[4];    /* a reduction's phases: start, the cells' dipoles done, DGEMM done, sums and copies done */
     double *kept;         /* keep: kept_cap rows of R, the run's samples (ns_lfp_device_results) */
     int64_t kept_cap;
     int keep;
@@ -73,70 +72,25 @@ struct lfp_gpu {
      * U's 3 columns there the identity on the dipole's rows), in groups of equal (population, n,
      * padded rank); per reduction W (wld x rows) = V_k I_k, one batched DGEMM per group (pointer
      * arrays pA, pB, pC: each sorted cell's V_k, first column of I and rows of W), then
-     * partial[pop_slice[p]] = U_p W_p per population p (one DGEMM, U: R x wld, column-major), and
+     * partial[pop_slice[p]] = U_p W_p per population p (one DGEMM, U: R x wld, column-major; pB:
+     * pBs[0] or pBs[1], the pointers into the buffer reduced), and
      * the bound bnd (n_el x rows) = Rho (n_el x n_cells) inorm (n_cells x rows, each ||i_k||_2) */
     int lowrank;
     double *LV, *LU, *W, *Rho, *inorm;
-    const double **pA, **pB;
+    const double **pA, **pB, **pBs[2];
     double **pC;
     int64_t wld, n_groups;
     int64_t *group;        /* host, n_groups x 4: first cell (sorted), cells, n, padded rank */
     int64_t *place;        /* host, n_cells x 3: each sorted cell's V offset, first column of I, first W row */
     int64_t *pop_w;        /* host, 2 (n_pop + 1): each population's first W row, then its first slice */
     int64_t *cell_col;     /* device, n_cells x 2: each sorted cell's first column and size */
-    ns_lfp_timing time;     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */     /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
+    ns_lfp_timing time;   /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
 
 static ns_status warm(lfp_gpu *G);
 static ns_status make_f32(lfp_gpu *G);
 
 static unsigned grid(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
-
-__device__ __forceinline__ double lfp_v(const double *snap, int64_t stride, const int64_t *pos, int64_t k, int64_t j) {
-    return snap[k * stride + pos[j]];
-}
-
-/* i_m[j] of samples 0 .. nb - 1 = inflow from the parent - outflow to the
- * children + the clamps on at tmid[k] (stims sorted by node; in their order),
- * 0 without membrane, into I's column k at row col[j]. One thread per
- * compartment for all the launch's samples: the geometry (positions,
- * conductances, the children's positions cpos and conductances cg, the
- * clamps' range) is read once per reduction, not once per sample; per sample
- * only v of the node and its neighbours is read and i_m written. */
-__global__ void lfp_currents(const double *__restrict__ snap, int64_t stride, const int64_t *__restrict__ pos,
-                             const double *__restrict__ g, const int64_t *__restrict__ parent,
-                             const int64_t *__restrict__ child_begin, const int64_t *__restrict__ cpos,
-                             const double *__restrict__ cg, const unsigned char *__restrict__ membrane,
-                             const int64_t *__restrict__ col, int64_t n, const lfp_stim *__restrict__ stims,
-                             int64_t n_stims, const double *__restrict__ tmid, int32_t nb, int64_t ncp,
-                             double *__restrict__ I) {
-    const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (j >= n) return;
-    const int64_t cj = col[j];
-    if (!membrane[j]) {
-        for (int32_t k = 0; k < nb; ++k) I[k * ncp + cj] = 0.0;
-        return;
-    }
-    const int64_t pj = pos[j], p = parent[j], pp = p >= 0 ? pos[p] : 0, q0 = child_begin[j], q1 = child_begin[j + 1];
-    const double gj = g[j];
-    int64_t lo = 0, hi = n_stims;  // the first clamp at j
-    while (lo < hi) {
-        const int64_t m = lo + (hi - lo) / 2;
-        if (stims[m].node < j) lo = m + 1;
-        else hi = m;
-    }
-    for (int32_t k = 0; k < nb; ++k) {
-        const double *vk = snap + k * stride;
-        const double vj = vk[pj];
-        double im = 0.0;
-        if (p >= 0) im = gj * (vk[pp] - vj);
-        for (int64_t q = q0; q < q1; ++q) im -= cg[q] * (vj - vk[cpos[q]]);
-        const double t = tmid[k];
-        for (int64_t q = lo; q < n_stims && stims[q].node == j; ++q)
-            if (t < stims[q].del + stims[q].dur && t >= stims[q].del) im += stims[q].amp;
-        I[k * ncp + cj] = im;
-    }
-}
 
 /* per cell and sample: the dipole moment, over the cell's compartments in order */
 __global__ void lfp_cells(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ col,
@@ -285,12 +239,11 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
     if (G->stream) cudaStreamSynchronize(G->stream); /* a submitted reduction */
     void *h[] = {G->h_tot, G->h_rel, G->h_pop, G->h_pcell, G->h_imem};
     for (size_t k = 0; k < sizeof h / sizeof *h; ++k) cudaFreeHost(h[k]);
-    void *p[] = {G->A,    G->I,     G->partial,     G->tot,   G->pop,         G->snaps[0], G->snaps[1], G->g,
-                 G->mid,  G->pcell, G->tmid,        G->imem,  G->parent,      G->child_begin,
-                 G->cpos,  G->cg,    G->cell_offset, G->pos,  G->col,   G->pop_slice,   G->membrane, G->stims,
-                 G->seg,  G->pts,   G->pt_begin,    G->comp_of_col, G->point, G->kept,
-                 G->F,    G->mmax,  G->S,           G->bnd,   G->rel,   G->LV,          G->LU,    G->W,
-                 G->Rho,  G->inorm, G->cell_col, G->pA,   G->pB,    G->pC};
+    void *p[] = {G->A,     G->bufs[0], G->bufs[1], G->partial, G->tot,   G->pop,    G->scol,   G->sg,
+                 G->mid,   G->pcell,   G->imem,    G->cell_offset, G->col, G->pop_slice, G->membrane,
+                 G->seg,   G->pts,     G->pt_begin, G->comp_of_col, G->point, G->kept,
+                 G->F,     G->mmax,    G->S,       G->bnd,     G->rel,   G->LV,     G->LU,     G->W,
+                 G->Rho,   G->inorm,   G->cell_col, G->pA,     G->pBs[0], G->pBs[1], G->pC};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     for (int k = 0; k < 4; ++k)
         if (G->ev[k]) cudaEventDestroy(G->ev[k]);
@@ -453,18 +406,23 @@ static ns_status lowrank_upload(lfp_gpu *G, const lfp_gpu_geometry *geo, const i
     return st;
 }
 
-/* LOWRANK, once I and W exist: each sorted cell's pointers for the batched V_k I_k. */
+/* LOWRANK, once the buffers and W exist: each sorted cell's pointers for the batched V_k I_k
+ * (B: one array per buffer). */
 static ns_status lowrank_pointers(lfp_gpu *G) {
     const int64_t K = G->n_cells;
-    const double **a = (const double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *a);
-    const double **b = (const double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *b);
-    double **c = (double **)malloc((size_t)(K > 0 ? K : 1) * sizeof *c);
+    const size_t k = (size_t)(K > 0 ? K : 1);
+    const double **a = (const double **)malloc(k * sizeof *a);
+    const double **b = (const double **)malloc(2 * k * sizeof *b);
+    double **c = (double **)malloc(k * sizeof *c);
     ns_status st = NS_OK;
     if (!a || !b || !c) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank pointers");
-    for (int64_t i = 0; st == NS_OK && i < K; ++i)
-        a[i] = G->LV + G->place[3 * i], b[i] = G->I + G->place[3 * i + 1], c[i] = G->W + G->place[3 * i + 2];
+    for (int64_t i = 0; st == NS_OK && i < K; ++i) {
+        a[i] = G->LV + G->place[3 * i], c[i] = G->W + G->place[3 * i + 2];
+        b[i] = G->bufs[0] + G->place[3 * i + 1], b[k + i] = G->bufs[1] + G->place[3 * i + 1];
+    }
     if (st == NS_OK) st = upload(&G->pA, a, K);
-    if (st == NS_OK) st = upload(&G->pB, b, K);
+    if (st == NS_OK) st = upload(&G->pBs[0], b, K);
+    if (st == NS_OK) st = upload(&G->pBs[1], b + k, K);
     if (st == NS_OK) st = upload(&G->pC, c, K);
     free(a), free(b), free(c);
     return st;
@@ -513,6 +471,26 @@ static ns_status lowrank_bound(lfp_gpu *G, int32_t nb) {
     lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, G->R, nb, 1.0, G->rel);
     NS_CUDA_TRY(cudaGetLastError());
     return NS_OK;
+}
+
+/* The step kernels' sampler (sim_impl.h's snap_col and snap_g): per state position its
+ * compartment's column (-1 without membrane, or without a compartment) and its axial
+ * conductance to the parent (0 at a root). */
+static ns_status sampler(lfp_gpu *G, const lfp_gpu_geometry *geo, const int64_t *col) {
+    const int64_t n = geo->n_comp, m = geo->stride;
+    int32_t *c = (int32_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof *c);
+    double *g = (double *)calloc((size_t)(m > 0 ? m : 1), sizeof *g);
+    ns_status st = c && g ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld state positions", (long long)m);
+    for (int64_t q = 0; st == NS_OK && q < m; ++q) c[q] = -1;
+    for (int64_t j = 0; st == NS_OK && j < n; ++j) {
+        const int64_t q = geo->pos[j];
+        if (geo->membrane[j]) c[q] = (int32_t)col[j];
+        g[q] = geo->parent[j] >= 0 ? geo->g[j] : 0.0;
+    }
+    if (st == NS_OK) st = upload(&G->scol, c, m);
+    if (st == NS_OK) st = upload(&G->sg, g, m);
+    free(c), free(g);
+    return st;
 }
 
 static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
@@ -578,28 +556,16 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     free(A);
     if (st == NS_OK) st = upload(&G->col, col, n);
     if (st == NS_OK) st = upload(&G->pop_slice, pop_slice, (int64_t)G->n_pop + 1);
+    if (st == NS_OK) st = sampler(G, geo, col);
     free(col);
     free(pop_slice);
-    if (st == NS_OK) st = upload(&G->g, geo->g, n);
     if (st == NS_OK) st = upload(&G->mid, geo->mid, 3 * n);
-    if (st == NS_OK) st = upload(&G->parent, geo->parent, n);
-    if (st == NS_OK) st = upload(&G->child_begin, geo->child_begin, n + 1);
-    const int64_t n_child = geo->child_begin[n];
-    int64_t *cpos = (int64_t *)malloc((size_t)(n_child > 0 ? n_child : 1) * sizeof *cpos);
-    double *cg = (double *)malloc((size_t)(n_child > 0 ? n_child : 1) * sizeof *cg);
-    if (st == NS_OK && (!cpos || !cg)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld children", (long long)n_child);
-    for (int64_t q = 0; st == NS_OK && q < n_child; ++q) cpos[q] = geo->pos[geo->child[q]], cg[q] = geo->g[geo->child[q]];
-    if (st == NS_OK) st = upload(&G->cpos, cpos, n_child);
-    if (st == NS_OK) st = upload(&G->cg, cg, n_child);
-    free(cpos);
-    free(cg);
     if (st == NS_OK) st = upload(&G->membrane, geo->membrane, n);
     if (st == NS_OK) st = upload(&G->cell_offset, geo->cell_offset, geo->n_cells + 1);
-    if (st == NS_OK) st = upload(&G->pos, geo->pos, n);
     if (st == NS_OK) st = upload<double>(&G->imem, NULL, n);
     if (st != NS_OK) return st;
     /* the samples buffered: ns_lfp_batch_rows (as asked, else by the cadence and a quarter of the free memory) */
-    const int64_t per = 8 * (2 * G->stride + ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
+    const int64_t per = 8 * (2 * ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
                              (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0) +
                              (G->lowrank ? G->wld + G->n_cells + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
@@ -612,9 +578,11 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
                            (double)per * 1e-9, (double)free_b * 1e-9);
     }
     G->rows = rows;
-    for (int b = 0; b < 2; ++b)
-        if ((st = upload<double>(&G->snaps[b], NULL, rows * G->stride)) != NS_OK) return st;
-    G->snap = G->snaps[0];
+    for (int b = 0; b < 2; ++b) { /* the padding and the compartments without membrane stay 0 */
+        if ((st = upload<double>(&G->bufs[b], NULL, ncp * rows)) != NS_OK) return st;
+        NS_CUDA_TRY(cudaMemset(G->bufs[b], 0, (size_t)ncp * (size_t)rows * sizeof(double)));
+    }
+    G->I = G->bufs[1];
     /* pinned staging of a reduction's results (collect) */
     NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_tot, (size_t)rows * (size_t)R * sizeof(double), cudaHostAllocDefault));
     NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_rel, (size_t)rows * sizeof(double), cudaHostAllocDefault));
@@ -625,13 +593,10 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     if (G->per_cell)
         NS_CUDA_TRY(cudaHostAlloc((void **)&G->h_pcell, (size_t)rows * (size_t)G->n_cells * 3 * sizeof(double),
                                   cudaHostAllocDefault));
-    if ((st = upload<double>(&G->I, NULL, ncp * rows)) != NS_OK) return st;
-    NS_CUDA_TRY(cudaMemset(G->I, 0, (size_t)ncp * (size_t)rows * sizeof(double))); /* the padding stays 0 */
     if ((st = upload<double>(&G->partial, NULL, G->n_slices * rows * R)) != NS_OK) return st;
     if ((st = upload<double>(&G->tot, NULL, rows * R)) != NS_OK) return st;
     if (geo->pop && (st = upload<double>(&G->pop, NULL, rows * G->n_pop * G->n_el)) != NS_OK) return st;
     if (G->per_cell && (st = upload<double>(&G->pcell, NULL, rows * G->n_cells * 3)) != NS_OK) return st;
-    if ((st = upload<double>(&G->tmid, NULL, rows)) != NS_OK) return st;
     if (G->f32) {
         if ((st = upload<double>(&G->S, NULL, G->chunks * rows)) != NS_OK) return st;
         if ((st = upload<double>(&G->bnd, NULL, G->n_el * rows)) != NS_OK) return st;
@@ -655,7 +620,6 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
     if (!G) return ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: GPU state");
     G->device = device;
     G->n_el = geo->n_el, G->n_comp = geo->n_comp, G->n_cells = geo->n_cells, G->R = geo->n_el + 3;
-    G->stride = geo->stride;
     G->n_pop = geo->n_pop > 0 ? geo->n_pop : 1;
     G->per_cell = geo->per_cell_dipoles;
     G->tiles = geo->tiles;
@@ -678,20 +642,20 @@ extern "C" ns_status ns_lfp_gpu_create(int device, const lfp_gpu_geometry *geo, 
 
 extern "C" double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     *rows = G->rows;
-    return G->snaps[G->cur];
+    return G->bufs[G->cur];
 }
 
-/* The GPU work of a reduction of nb samples on G->stream (the clamps and
- * tmid already there): the currents, the cells' dipoles (pcell), the DGEMM
- * over the slices (TILES: each tile's coefficients first), the slices'
- * sums (pop: also per population) and the last sample's currents (imem). */
-static ns_status enqueue(lfp_gpu *G, int32_t nb, int64_t n_stims, int pop, int pcell, int imem, int coefficients) {
+extern "C" void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld) {
+    *col = G->scol, *g = G->sg, *ld = G->ncp;
+}
+
+/* The GPU work of a reduction of nb samples of G->I on G->stream: the cells'
+ * dipoles (pcell), the DGEMM over the slices (TILES: each tile's
+ * coefficients first), the slices' sums (pop: also per population) and the
+ * last sample's currents (imem). */
+static ns_status enqueue(lfp_gpu *G, int32_t nb, int pop, int pcell, int imem, int coefficients) {
     const int64_t n = G->n_comp, R = G->R, ncp = G->ncp;
     NS_CUDA_TRY(cudaEventRecord(G->ev[0], G->stream));
-    if (n > 0)
-        lfp_currents<<<grid(n), THREADS, 0, G->stream>>>(G->snap, G->stride, G->pos, G->g, G->parent, G->child_begin,
-                                                         G->cpos, G->cg, G->membrane, G->col, n, G->stims, n_stims,
-                                                         G->tmid, nb, ncp, G->I);
     if (pcell && G->per_cell && G->n_cells > 0)
         lfp_cells<<<dim3(grid(G->n_cells), (unsigned)nb), THREADS, 0, G->stream>>>(G->I, ncp, G->col, G->mid,
                                                                                  G->cell_offset, G->n_cells, G->pcell);
@@ -787,13 +751,10 @@ static ns_status account(lfp_gpu *G) {
  * one sample and for a full buffer, so that the loading of their code (and
  * cuBLAS's first call) is set-up, not run time. */
 static ns_status warm(lfp_gpu *G) {
-    for (int b = 0; b < 2; ++b)
-        NS_CUDA_TRY(cudaMemsetAsync(G->snaps[b], 0, (size_t)G->rows * (size_t)G->stride * sizeof(double), G->stream));
-    G->snap = G->snaps[1]; /* on zeros; the first launch writes snaps[0] (G->cur) */
-    NS_CUDA_TRY(cudaMemsetAsync(G->tmid, 0, (size_t)G->rows * sizeof(double), G->stream));
+    G->I = G->bufs[1], G->pB = G->pBs[1]; /* zeros; the first launch writes bufs[0] (G->cur) */
     const int32_t sizes[2] = {1, (int32_t)G->rows};
     for (int k = 0; k < (G->rows > 1 ? 2 : 1); ++k) {
-        const ns_status st = enqueue(G, sizes[k], 0, G->pop != NULL, 1, 1, k == 0);
+        const ns_status st = enqueue(G, sizes[k], G->pop != NULL, 1, 1, k == 0);
         if (st != NS_OK) return st;
     }
     NS_CUDA_TRY(cudaStreamSynchronize(G->stream));
@@ -818,25 +779,14 @@ static ns_status keep_room(lfp_gpu *G, int64_t need, int64_t k0) {
  * on G->stream with its results copied into pinned staging, the other buffer
  * handed to the next launch (ns_lfp_gpu_snap) so that the reduction runs
  * beside it; ns_lfp_gpu_collect waits for it. */
-static ns_status submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                        int64_t n_stims, int pop, int pcell, int imem) {
+static ns_status submit(lfp_gpu *G, int64_t k0, int32_t nb, int pop, int pcell, int imem) {
     const int64_t n = G->n_comp, R = G->R;
     if (G->keep) {
         const ns_status kst = keep_room(G, k0 + nb, k0);
         if (kst != NS_OK) return kst;
     }
-    if (n_stims > G->stim_cap) {
-        cudaFree(G->stims);
-        G->stims = NULL, G->stim_cap = 0;
-        NS_CUDA_TRY(cudaMalloc((void **)&G->stims, (size_t)n_stims * sizeof *G->stims));
-        G->stim_cap = n_stims;
-    }
-    /* from pageable memory: the copies have read their sources when they return */
-    if (n_stims > 0)
-        NS_CUDA_TRY(cudaMemcpyAsync(G->stims, stims, (size_t)n_stims * sizeof *stims, cudaMemcpyHostToDevice, G->stream));
-    NS_CUDA_TRY(cudaMemcpyAsync(G->tmid, tmid, (size_t)nb * sizeof *tmid, cudaMemcpyHostToDevice, G->stream));
-    G->snap = G->snaps[G->cur];
-    ns_status st = enqueue(G, nb, n_stims, pop, pcell, imem, 1);
+    G->I = G->bufs[G->cur], G->pB = G->pBs[G->cur];
+    ns_status st = enqueue(G, nb, pop, pcell, imem, 1);
     if (st != NS_OK) return st;
     if (G->keep)
         NS_CUDA_TRY(cudaMemcpyAsync(G->kept + k0 * R, G->tot, (size_t)nb * (size_t)R * sizeof(double),
@@ -875,14 +825,13 @@ static ns_status collect(lfp_gpu *G, double *tot, double *rel, double *pop, doub
 
 extern "C" const double *ns_lfp_gpu_kept(const lfp_gpu *G) { return G ? G->kept : NULL; }
 
-extern "C" ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                                       int64_t n_stims, int pop, int pcell, int imem) {
+extern "C" ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, int pop, int pcell, int imem) {
     if (nb <= 0) return NS_OK;
     if (nb > G->rows) return ns_fail(NS_ERR_INTERNAL, "LFP: %d samples, the buffer holds %lld", (int)nb, (long long)G->rows);
     if (G->pend_nb > 0) return ns_fail(NS_ERR_INTERNAL, "LFP: a reduction submitted before the last was collected");
     const int caller = ns_cuda_save_device();
     ns_cuda_restore_device(G->device);
-    const ns_status st = submit(G, k0, nb, tmid, stims, n_stims, pop, pcell, imem);
+    const ns_status st = submit(G, k0, nb, pop, pcell, imem);
     ns_cuda_restore_device(caller);
     return st;
 }

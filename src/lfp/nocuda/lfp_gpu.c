@@ -20,9 +20,12 @@ double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     *rows = 0;
     return NULL;
 }
-ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, const double *tmid, const lfp_stim *stims,
-                            int64_t n_stims, int pop, int pcell, int imem) {
-    (void)G, (void)k0, (void)nb, (void)tmid, (void)stims, (void)n_stims, (void)pop, (void)pcell, (void)imem;
+void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld) {
+    (void)G;
+    *col = NULL, *g = NULL, *ld = 0;
+}
+ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, int pop, int pcell, int imem) {
+    (void)G, (void)k0, (void)nb, (void)pop, (void)pcell, (void)imem;
     return ns_fail(NS_ERR_UNSUPPORTED, "LFP: this build has no CUDA");
 }
 int32_t ns_lfp_gpu_pending(const lfp_gpu *G) {

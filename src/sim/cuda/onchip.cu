@@ -164,10 +164,13 @@ __device__ __forceinline__ unsigned update_cells(const ns_sim_onchip_model &M, c
 }
 
 // The step's recorded sites (cells that faulted this step record nothing, as on the CPU) and the
-// LFP's sample (sim_impl.h: every position) of the warp's live cells.
+// LFP's sample (sim_impl.h) of the warp's live cells: each position's membrane current,
+// Kirchhoff's axial inflow at the new v (snap_g: the conductance to the parent) and the clamps
+// on at the step's midpoint tm, in the order added, into its column of the sample's row.
 __device__ __forceinline__ void record_cells(const ns_sim_gpu_group &g, const ns_sim_gpu_run &r, double *wbase,
                                              int cs, int n, int nc, long long c0, unsigned alive, int lane,
-                                             long long step) {
+                                             long long step, const int32_t *spar, const int32_t *schild_begin,
+                                             const int32_t *schild, double tm) {
     if (step % r.every == 0) {
         double *row = g.traces + (step / r.every - r.first_sample) * r.n_sites;
         for (int c = 0; c < nc; ++c) {
@@ -178,12 +181,25 @@ __device__ __forceinline__ void record_cells(const ns_sim_gpu_group &g, const ns
                 row[g.rec_site[q]] = v[g.rec_node[q]];
         }
     }
-    if (g.snap && step % r.snap_every == 0) {
-        double *row = g.snap + (step / r.snap_every - r.snap_first) * r.snap_stride + c0 * n;
-        for (int c = 0; c < nc; ++c) {
-            if (!(alive >> c & 1u)) continue;
-            const double *v = cell_view(wbase, cs, n, c).v;
-            for (int p = lane; p < n; p += 32) row[c * n + p] = v[p];
+    if (!g.snap || step % r.snap_every != 0) return;
+    double *row = g.snap + (step / r.snap_every - r.snap_first) * r.snap_ld;
+    for (int c = 0; c < nc; ++c) {
+        if (!(alive >> c & 1u)) continue;
+        const long long j = c0 + c;
+        const double *v = cell_view(wbase, cs, n, c).v;
+        const int32_t *col = g.snap_col + j * n;
+        const double *gp = g.snap_g + j * n;
+        for (int p = lane; p < n; p += 32) {
+            const int32_t cc = col[p];
+            if (cc < 0) continue;
+            const double vi = v[p];
+            const int par = spar[p];
+            double im = par >= 0 ? gp[p] * (v[par] - vi) : 0.0;
+            for (int q = schild_begin[p]; q < schild_begin[p + 1]; ++q) im -= gp[schild[q]] * (vi - v[schild[q]]);
+            for (long long q = g.stim_begin[j]; q < g.stim_begin[j + 1]; ++q)
+                if (g.stim_node[q] == p && tm < g.stim_del[q] + g.stim_dur[q] && tm >= g.stim_del[q])
+                    im += g.stim_amp[q];
+            row[cc] = im;
         }
     }
 }
@@ -328,7 +344,7 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
         }
         __syncwarp();
         // recording and the LFP's sample
-        record_cells(g, r, wbase, cs, n, nc, c0, alive, lane, step);
+        record_cells(g, r, wbase, cs, n, nc, c0, alive, lane, step, spar, schild_begin, schild, tm);
     };
     long long k = 0;
     for (; k < r.steps - 1 && alive; ++k) one_step(k, Last<false>{});

@@ -66,7 +66,7 @@ static ns_sim_gpu_run part_run(const ns_sim_t *sim, int64_t step0, double t0, in
     run.spike_cap = SPIKE_CAP;
     run.snap_every = sim->snap ? sim->sample_every : 1;
     run.snap_first = snap_first;
-    run.snap_stride = sim->snap_stride;
+    run.snap_ld = sim->snap_ld;
     return run;
 }
 
@@ -244,7 +244,9 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
         for (int32_t k = 0; k < s->n_groups; ++k) {
             s->groups[k].g.traces = s->traces;
             s->groups[k].g.fault = s->fault + k;
-            s->groups[k].g.snap = sim->snap ? sim->snap + snap_at : NULL;
+            s->groups[k].g.snap = sim->snap;
+            s->groups[k].g.snap_col = sim->snap ? sim->snap_col + snap_at : NULL;
+            s->groups[k].g.snap_g = sim->snap ? sim->snap_g + snap_at : NULL;
             snap_at += (int64_t)state_size(&s->groups[k]);
             if ((sst = launch_group(sim, s, k, fused, &run)) != NS_OK) return sst;
         }

@@ -53,8 +53,11 @@ typedef struct ns_sim_gpu_group {
     int32_t *spike_count;        /* cells */
     double *spike_t;             /* cells x spike_cap */
     unsigned long long *fault;   /* one key */
-    double *snap;                /* NULL, or the LFP's v of every state position (sim_impl.h's snap, from
-                                    this group's first position): rows of run.snap_stride */
+    /* NULL, or the LFP's membrane currents (sim_impl.h's snap: rows of run.snap_ld, written at
+     * snap_col of each position), snap_col and snap_g from this group's first position */
+    double *snap;
+    const int32_t *snap_col;
+    const double *snap_g;
 } ns_sim_gpu_group;
 
 /* The per-step path replayed as a CUDA graph (sim/cuda/step_graph.h): the
@@ -81,8 +84,8 @@ typedef struct ns_sim_gpu_run {
     int64_t k0;                 /* steps of the part before this launch (fault keys) */
     const ns_sim_gpu_clock *clock; /* not NULL: the launch's step is clock->k further on (step0, k0,
                                       continued) and starts at clock->t, not t0 (a replayed graph) */
-    /* group.snap: v after every snap_every-th step into row step / snap_every - snap_first */
-    int64_t snap_every, snap_first, snap_stride;
+    /* group.snap: the membrane currents after every snap_every-th step into row step / snap_every - snap_first */
+    int64_t snap_every, snap_first, snap_ld;
 } ns_sim_gpu_run;
 
 
