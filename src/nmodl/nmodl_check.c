@@ -66,6 +66,29 @@ static int check_index(parser *p, const char *name, const ex *index, char **scop
         return nm_perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s[%g]: out of the array's %d elements", name, index->num, size);
     return 0;
 }
+/* Does the file's C outside the blocks #define name, itself or in a header it includes from the
+ * file's folder (`#include "misc.h"`, ModelDB's LG2)? nocmodl passes a name it does not know to the C
+ * ("declared within VERBATIM?"), which compiles the header from that folder (-I, mechlib.c) */
+static int top_c_macro(parser *p, const char *name) {
+    const stlist *top = p->m->verbatim_top;
+    for (int i = 0; top && i < top->n; i++) {
+        const char *c = top->s[i]->kind == ST_VERBATIM ? top->s[i]->name : NULL;
+        if (!c) continue;
+        if (nm_c_macro(c, name, nm_parse_arena)) return 1;
+        for (const char *q = c; p->dir && q; q = strchr(q, '\n'), q = q ? q + 1 : NULL) {
+            char hdr[256], path[1024];
+            if (sscanf(q, " # include \"%255[^\"\n]\"", hdr) != 1) continue;
+            snprintf(path, sizeof path, "%s/%s", hdr[0] == '/' ? "" : p->dir, hdr);
+            char *text = NULL;
+            ns_status rs;
+            if (nm_read_text(path, &text, &rs)) continue; /* a header nobody ships: the compiler names it */
+            const int found = nm_c_macro(text, name, nm_parse_arena) != NULL;
+            free(text);
+            if (found) return 1;
+        }
+    }
+    return 0;
+}
 static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
     switch (e->kind) {
     case EX_NUM: return 0;
@@ -89,7 +112,8 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
                     return 0;
                 }
         }
-        if (!e->a && p->vbody && nm_verbatim_declares(p->vbody, e->text)) { /* nocmodl passes it through to the C */
+        if (!e->a && ((p->vbody && nm_verbatim_declares(p->vbody, e->text)) || top_c_macro(p, e->text))) {
+            /* nocmodl passes it through to the C */
             e->op = NM_C_NAME;
             return 0;
         }
@@ -229,8 +253,8 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 if (e->n_args < 1 || e->args[0]->kind != EX_STR)
                     return nm_perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "printf needs a format string first");
                 p->m->uses_printf = 1;
-                for (int k = 1; k < e->n_args; k++)
-                    if (check_ex(p, e->args[k], *scope, *n_scope, s->line)) return -1;
+                for (int k = 1; k < e->n_args; k++) /* a string for a %s: C's, as nocmodl writes it */
+                    if (e->args[k]->kind != EX_STR && check_ex(p, e->args[k], *scope, *n_scope, s->line)) return -1;
                 break;
             }
             if (e->op == NM_NETCONS_OP) { /* FOR_NETCONS: its names for each connection's weight vector */
