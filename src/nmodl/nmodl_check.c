@@ -606,6 +606,53 @@ static int finish_streams(parser *p) {
     }
     return 0;
 }
+/* A TABLE's block sets more of NEURON's globals than its TABLE names (Mainen's kv.mod: `tadj = ...` in
+ * trates, read by BREAKPOINT): in NEURON the table's build runs the block at each point, and the last
+ * run's values stay, also while the lookups run instead of the block. Such a variable is an ASSIGNED
+ * scalar that is not RANGE (hoc's global; a field per instance here): it becomes a column of the table
+ * that holds that last value (n_last), so that the lookup sets it as NEURON's build left it. */
+typedef struct side_scope { /* the lists around a statement: their LOCALs shadow the mechanism's names */
+    const stlist *l;
+    const struct side_scope *up;
+} side_scope;
+static int table_side_list(parser *p, table_decl *t, const block *b, const side_scope *sc, char *seen);
+static int table_side_ex(parser *p, table_decl *t, const ex *e, char *seen) {
+    if (!e) return 0;
+    if (e->kind == EX_CALL) {
+        for (int i = 0; i < p->m->n_blocks; i++) {
+            const block *c = p->m->blocks[i];
+            if (seen[i] || strcmp(c->name, e->text)) continue;
+            seen[i] = 1;
+            const side_scope top = {c->body, NULL};
+            if (table_side_list(p, t, c, &top, seen)) return -1;
+        }
+        for (int k = 0; k < e->n_args; k++)
+            if (table_side_ex(p, t, e->args[k], seen)) return -1;
+    }
+    return table_side_ex(p, t, e->a, seen) || table_side_ex(p, t, e->b, seen) ? -1 : 0;
+}
+static int table_side_list(parser *p, table_decl *t, const block *b, const side_scope *sc, char *seen) {
+    for (int i = 0; sc->l && i < sc->l->n; i++) {
+        const st *s = sc->l->s[i];
+        const side_scope in_then = {s->then_, sc}, in_else = {s->else_, sc};
+        if (table_side_ex(p, t, s->e, seen) || table_side_ex(p, t, s->e2, seen) || table_side_ex(p, t, s->to, seen) ||
+            table_side_list(p, t, b, &in_then, seen) || table_side_list(p, t, b, &in_else, seen))
+            return -1;
+        if (s->kind != ST_ASSIGN || s->index || nm_in_list(b->args, b->n_args, s->name) ||
+            nm_in_list(t->names, t->n_names, s->name) || nm_in_list(p->m->range, p->m->n_range, s->name))
+            continue;
+        int local = 0;
+        for (const side_scope *u = sc; u && !local; u = u->up)
+            local = u->l && nm_in_list(u->l->locals, u->l->n_locals, s->name);
+        const var *v = local ? NULL : nm_var(p->m, s->name);
+        if (v && v->cls == V_ASSIGNED && !v->size && v->ion < 0 && !v->copy_in && v->field >= 0) {
+            if (nm_add_name(&t->names, &t->n_names, s->name)) return -1;
+            t->n_last++;
+        }
+    }
+    return 0;
+}
+
 
 /* the fields, the GLOBALs, the TABLEs' storage; KINETIC blocks lowered, LINEAR/NONLINEAR unknowns */
 static int finish_layout(parser *p) {
@@ -650,6 +697,13 @@ static int finish_layout(parser *p) {
                 (!v || v->size || (v->cls != V_GLOBAL && v->cls != V_PARAM && v->cls != V_ASSIGNED)))
                 return nm_perr(p, NS_ERR_INVALID_ARGUMENT, t->line,
                             "TABLE DEPEND %s in %s: not a PARAMETER, an ASSIGNED, celsius or dt", t->depend[k], b->name);
+        }
+        if (b->kind == B_PROCEDURE) {
+            char *seen = nm_calloc(nm_parse_arena, (size_t)m->n_blocks, 1);
+            if (!seen) return -1;
+            seen[i] = 1;
+            const side_scope top = {b->body, NULL};
+            if (table_side_list(p, t, b, &top, seen)) return -1;
         }
         t->offset = (int)tsize;
         long long cols = b->kind == B_FUNCTION ? 1 : t->n_names;

@@ -544,7 +544,11 @@ int nm_emit_c(gen *g) {
                 for (int k = 0; k < t->n_names; k++)
                     nm_put(b, "                T_[%d + j_] = s_[%d];\n", head + k * n1, nm_find_var(m, t->names[k])->field);
             }
-            nm_put(b, "            }\n            T_[0] = 1.0;\n            T_[1] = p->celsius;\n            T_[2] = tmin_;\n"
+            nm_put(b, "            }\n");
+            for (int k = t->n_names - t->n_last; k < t->n_names; k++) /* NEURON's globals as the last point left them */
+                nm_put(b, "            for (int j_ = 0; j_ < %d; ++j_) T_[%d + j_] = s_[%d];\n", n1, head + k * n1,
+                    nm_find_var(m, t->names[k])->field);
+            nm_put(b, "            T_[0] = 1.0;\n            T_[1] = p->celsius;\n            T_[2] = tmin_;\n"
                    "            T_[3] = 1. / dx_;\n");
             for (int k = 0; k < t->n_depend; k++) {
                 nm_put(b, "            T_[%d] = ", 4 + k);

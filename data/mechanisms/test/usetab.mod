@@ -1,7 +1,9 @@
 : usetable read as a name (neurosolve's test file, docs/mechanisms.md): NEURON's one flag of
 : the mechanism's TABLEs (usetable_usetab in hoc, 1 by default), here INITIAL's choice of m's
 : start, as ModelDB's bg.inc reads it; a PROCEDURE called as a value; a TABLE of a STATE that
-: no equation integrates (b, a magnesium block, as ModelDB 18198's nmda5.mod has it)
+: no equation integrates (b, a magnesium block, as ModelDB 18198's nmda5.mod has it); a TABLE'd
+: PROCEDURE that sets NEURON globals its TABLE does not name (tadj, as Mainen's kv.mod of 1995 has
+: it, and vlast): NEURON's table build leaves them as its last point did, which the current reads
 NEURON {
     SUFFIX usetab
     NONSPECIFIC_CURRENT i
@@ -17,6 +19,8 @@ ASSIGNED {
     i (mA/cm2)
     minf
     tau (ms)
+    tadj
+    vlast (mV)
 }
 STATE { m b }
 INITIAL {
@@ -31,7 +35,7 @@ INITIAL {
 BREAKPOINT {
     mgblock(v)
     SOLVE states METHOD cnexp
-    i = gbar * m * b * (v - e)
+    i = gbar * m * b * (v - e) * tadj * vlast / 100
 }
 DERIVATIVE states {
     rates(v)
@@ -41,6 +45,8 @@ PROCEDURE rates(v (mV)) {
     TABLE minf, tau FROM -100 TO 100 WITH 200
     minf = 1 / (1 + exp(-(v + 55) / 8))
     tau = 1 + 5 * exp(-((v + 50) / 20)^2)
+    tadj = 2 + celsius / 10
+    vlast = v
 }
 PROCEDURE mgblock(v (mV)) {
     TABLE b DEPEND mg FROM -100 TO 100 WITH 200
