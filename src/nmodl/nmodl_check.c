@@ -705,8 +705,16 @@ static int finish_layout(parser *p) {
             const side_scope top = {b->body, NULL};
             if (table_side_list(p, t, b, &top, seen)) return -1;
         }
+        for (int k = 0; k < t->n_names; k++) { /* the columns: an array's every element, as NEURON's */
+            const var *v = nm_var(m, t->names[k]);
+            const int n = v->size > 0 ? v->size : 1;
+            int *cf = nm_realloc(nm_parse_arena, t->col_field, (size_t)(t->n_cols + n) * sizeof *cf);
+            if (!cf) return -1;
+            t->col_field = cf;
+            for (int e = 0; e < n; e++) t->col_field[t->n_cols++] = v->field + e;
+        }
         t->offset = (int)tsize;
-        long long cols = b->kind == B_FUNCTION ? 1 : t->n_names;
+        long long cols = b->kind == B_FUNCTION ? 1 : t->n_cols;
         tsize += 4 + t->n_depend + cols * (t->with + 1LL);
         if (tsize > MAX_TABLE)
             return nm_perr(p, NS_ERR_SIZE, t->line, "the TABLEs need %lld values, more than %d (lower WITH)", tsize,

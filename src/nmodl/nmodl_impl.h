@@ -111,6 +111,8 @@ typedef struct table_decl {
     int n_names;
     int n_last;          /* of those, the last n_last: NEURON's globals that the block sets besides (tadj):
                             each column holds the value after the table's last point, as NEURON keeps it */
+    int *col_field;      /* PROCEDURE: per column, the field it sets: each element of an array a column */
+    int n_cols;
     char **depend;
     int n_depend;
     ex *from, *to;
