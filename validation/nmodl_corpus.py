@@ -434,7 +434,8 @@ json.dump(ions, open(out + ".ions.json", "w"))
 
 
 def neuron_libs(model_files, a, workroot):
-    """nrnivmodl of a model's files both accept (one folder; name clashes: one folder per file).
+    """nrnivmodl of a model's files both accept (one folder; where file or mechanism names clash, as
+    few folders as keep them apart; a folder nrnivmodl refuses: each of its files alone).
     Returns {path: libnrnmech.so or (None, message)}."""
     nrnivmodl = shutil.which("nrnivmodl")
     out = {}
@@ -448,14 +449,25 @@ def neuron_libs(model_files, a, workroot):
         lib = os.path.join(work, "x86_64", "libnrnmech.so")
         return (lib if r.returncode == 0 and os.path.exists(lib) else None), last_line(r.stdout + r.stderr)
 
-    names = [os.path.basename(p) for p in model_files]
-    if len(set(names)) == len(names):
-        lib, msg = compile_folder(model_files, "all")
+    groups = []  # as few folders as names allow: no file name and no mechanism name twice in one
+    for p in model_files:
+        text = open(p, "rb").read().decode("latin-1").replace("\r\n", "\n").replace("\r", "\n")
+        keys = {os.path.basename(p)} | set(re.findall(r"\b(?:SUFFIX|POINT_PROCESS|ARTIFICIAL_CELL)\s+(\w+)",
+                                                      strip_comments(text)))
+        g = next((g for g in groups if not keys & g[1]), None)
+        if g is None:
+            groups.append(([], set()))
+            g = groups[-1]
+        g[0].append(p)
+        g[1].update(keys)
+    for i, (paths, _) in enumerate(groups):
+        lib, msg = compile_folder(paths, f"g{i}")
         if lib:
-            return {p: lib for p in model_files}
-    for i, p in enumerate(model_files):
-        lib, msg = compile_folder([p], f"f{i}")
-        out[p] = lib or (None, "nrnivmodl: " + msg)
+            out.update({p: lib for p in paths})
+            continue
+        for j, p in enumerate(paths):  # one that nrnivmodl refuses: the others alone
+            lib, msg = compile_folder([p], f"g{i}f{j}")
+            out[p] = lib or (None, "nrnivmodl: " + msg)
     return out
 
 

@@ -66,6 +66,29 @@ static int check_index(parser *p, const char *name, const ex *index, char **scop
         return nm_perr(p, NS_ERR_INVALID_ARGUMENT, line, "%s[%g]: out of the array's %d elements", name, index->num, size);
     return 0;
 }
+/* Does the file's C outside the blocks #define name, itself or in a header it includes from the
+ * file's folder (`#include "misc.h"`, ModelDB's LG2)? nocmodl passes a name it does not know to the C
+ * ("declared within VERBATIM?"), which compiles the header from that folder (-I, mechlib.c) */
+static int top_c_macro(parser *p, const char *name) {
+    const stlist *top = p->m->verbatim_top;
+    for (int i = 0; top && i < top->n; i++) {
+        const char *c = top->s[i]->kind == ST_VERBATIM ? top->s[i]->name : NULL;
+        if (!c) continue;
+        if (nm_c_macro(c, name, nm_parse_arena)) return 1;
+        for (const char *q = c; p->dir && q; q = strchr(q, '\n'), q = q ? q + 1 : NULL) {
+            char hdr[256], path[1024];
+            if (sscanf(q, " # include \"%255[^\"\n]\"", hdr) != 1) continue;
+            snprintf(path, sizeof path, "%s/%s", hdr[0] == '/' ? "" : p->dir, hdr);
+            char *text = NULL;
+            ns_status rs;
+            if (nm_read_text(path, &text, &rs)) continue; /* a header nobody ships: the compiler names it */
+            const int found = nm_c_macro(text, name, nm_parse_arena) != NULL;
+            free(text);
+            if (found) return 1;
+        }
+    }
+    return 0;
+}
 static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
     switch (e->kind) {
     case EX_NUM: return 0;
@@ -89,7 +112,8 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
                     return 0;
                 }
         }
-        if (!e->a && p->vbody && nm_verbatim_declares(p->vbody, e->text)) { /* nocmodl passes it through to the C */
+        if (!e->a && ((p->vbody && nm_verbatim_declares(p->vbody, e->text)) || top_c_macro(p, e->text))) {
+            /* nocmodl passes it through to the C */
             e->op = NM_C_NAME;
             return 0;
         }
@@ -229,8 +253,8 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 if (e->n_args < 1 || e->args[0]->kind != EX_STR)
                     return nm_perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "printf needs a format string first");
                 p->m->uses_printf = 1;
-                for (int k = 1; k < e->n_args; k++)
-                    if (check_ex(p, e->args[k], *scope, *n_scope, s->line)) return -1;
+                for (int k = 1; k < e->n_args; k++) /* a string for a %s: C's, as nocmodl writes it */
+                    if (e->args[k]->kind != EX_STR && check_ex(p, e->args[k], *scope, *n_scope, s->line)) return -1;
                 break;
             }
             if (e->op == NM_NETCONS_OP) { /* FOR_NETCONS: its names for each connection's weight vector */
@@ -582,6 +606,53 @@ static int finish_streams(parser *p) {
     }
     return 0;
 }
+/* A TABLE's block sets more of NEURON's globals than its TABLE names (Mainen's kv.mod: `tadj = ...` in
+ * trates, read by BREAKPOINT): in NEURON the table's build runs the block at each point, and the last
+ * run's values stay, also while the lookups run instead of the block. Such a variable is an ASSIGNED
+ * scalar that is not RANGE (hoc's global; a field per instance here): it becomes a column of the table
+ * that holds that last value (n_last), so that the lookup sets it as NEURON's build left it. */
+typedef struct side_scope { /* the lists around a statement: their LOCALs shadow the mechanism's names */
+    const stlist *l;
+    const struct side_scope *up;
+} side_scope;
+static int table_side_list(parser *p, table_decl *t, const block *b, const side_scope *sc, char *seen);
+static int table_side_ex(parser *p, table_decl *t, const ex *e, char *seen) {
+    if (!e) return 0;
+    if (e->kind == EX_CALL) {
+        for (int i = 0; i < p->m->n_blocks; i++) {
+            const block *c = p->m->blocks[i];
+            if (seen[i] || strcmp(c->name, e->text)) continue;
+            seen[i] = 1;
+            const side_scope top = {c->body, NULL};
+            if (table_side_list(p, t, c, &top, seen)) return -1;
+        }
+        for (int k = 0; k < e->n_args; k++)
+            if (table_side_ex(p, t, e->args[k], seen)) return -1;
+    }
+    return table_side_ex(p, t, e->a, seen) || table_side_ex(p, t, e->b, seen) ? -1 : 0;
+}
+static int table_side_list(parser *p, table_decl *t, const block *b, const side_scope *sc, char *seen) {
+    for (int i = 0; sc->l && i < sc->l->n; i++) {
+        const st *s = sc->l->s[i];
+        const side_scope in_then = {s->then_, sc}, in_else = {s->else_, sc};
+        if (table_side_ex(p, t, s->e, seen) || table_side_ex(p, t, s->e2, seen) || table_side_ex(p, t, s->to, seen) ||
+            table_side_list(p, t, b, &in_then, seen) || table_side_list(p, t, b, &in_else, seen))
+            return -1;
+        if (s->kind != ST_ASSIGN || s->index || nm_in_list(b->args, b->n_args, s->name) ||
+            nm_in_list(t->names, t->n_names, s->name) || nm_in_list(p->m->range, p->m->n_range, s->name))
+            continue;
+        int local = 0;
+        for (const side_scope *u = sc; u && !local; u = u->up)
+            local = u->l && nm_in_list(u->l->locals, u->l->n_locals, s->name);
+        const var *v = local ? NULL : nm_var(p->m, s->name);
+        if (v && v->cls == V_ASSIGNED && !v->size && v->ion < 0 && !v->copy_in && v->field >= 0) {
+            if (nm_add_name(&t->names, &t->n_names, s->name)) return -1;
+            t->n_last++;
+        }
+    }
+    return 0;
+}
+
 
 /* the fields, the GLOBALs, the TABLEs' storage; KINETIC blocks lowered, LINEAR/NONLINEAR unknowns */
 static int finish_layout(parser *p) {
@@ -627,8 +698,23 @@ static int finish_layout(parser *p) {
                 return nm_perr(p, NS_ERR_INVALID_ARGUMENT, t->line,
                             "TABLE DEPEND %s in %s: not a PARAMETER, an ASSIGNED, celsius or dt", t->depend[k], b->name);
         }
+        if (b->kind == B_PROCEDURE) {
+            char *seen = nm_calloc(nm_parse_arena, (size_t)m->n_blocks, 1);
+            if (!seen) return -1;
+            seen[i] = 1;
+            const side_scope top = {b->body, NULL};
+            if (table_side_list(p, t, b, &top, seen)) return -1;
+        }
+        for (int k = 0; k < t->n_names; k++) { /* the columns: an array's every element, as NEURON's */
+            const var *v = nm_var(m, t->names[k]);
+            const int n = v->size > 0 ? v->size : 1;
+            int *cf = nm_realloc(nm_parse_arena, t->col_field, (size_t)(t->n_cols + n) * sizeof *cf);
+            if (!cf) return -1;
+            t->col_field = cf;
+            for (int e = 0; e < n; e++) t->col_field[t->n_cols++] = v->field + e;
+        }
         t->offset = (int)tsize;
-        long long cols = b->kind == B_FUNCTION ? 1 : t->n_names;
+        long long cols = b->kind == B_FUNCTION ? 1 : t->n_cols;
         tsize += 4 + t->n_depend + cols * (t->with + 1LL);
         if (tsize > MAX_TABLE)
             return nm_perr(p, NS_ERR_SIZE, t->line, "the TABLEs need %lld values, more than %d (lower WITH)", tsize,

@@ -533,12 +533,12 @@ static int dcallable(dx *d, const block *bl) {
     P("    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);\n");
     /* d t / d A = T_[3] inside the table, 0 outside it */
     P("    const double dt_ = in_ ? T_[3] : 0.0;\n");
-    const int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
+    const int cols = bl->kind == B_FUNCTION ? 1 : t->n_cols;
     for (int k = 0; k < cols; k++) {
         P("    {\n        const double *c_ = T_ + %d;\n        const double a_ = c_[k_], b_ = c_[k1_];\n",
           head + k * n1);
         P("        nsd_%s r_ = nsd_%s_f1(A_%s, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);\n", d->M, d->M, bl->args[0]);
-        if (bl->kind == B_PROCEDURE) P("        (*F%d_) = r_;\n    }\n", nm_find_var(d->m, t->names[k])->field);
+        if (bl->kind == B_PROCEDURE) P("        (*F%d_) = r_;\n    }\n", t->col_field[k]);
         else P("        return r_;\n    }\n");
     }
     P("}\n\n");

@@ -27,7 +27,7 @@ static void emit_table_rows(gen *g, const block *bl) {
     buf *b = g->b;
     const table_decl *t = bl->table;
     const char *name = g->m->name;
-    const int head = 4 + t->n_depend, n1 = t->with + 1, cols = t->n_names;
+    const int head = 4 + t->n_depend, n1 = t->with + 1, cols = t->n_cols;
     const int half = (cols + 7) / 8 * 8, lead = (head + 7) / 8 * 8;
     nm_put(b, "#define NSM_%s_%s_COLS %d /* the TABLE's variables */\n", name, bl->name, cols);
     nm_put(b, "#define NSM_%s_%s_ROW %d /* doubles per row: values, then differences */\n", name, bl->name, 2 * half);
@@ -49,7 +49,7 @@ static void emit_table_rows(gen *g, const block *bl) {
     nm_put(b, "NS_MECH_FN void nsm_%s_p_%s_set(", name, bl->name);
     nm_put_sig(g);
     nm_put(b, ", const double *y_, int s_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
-    for (int k = 0; k < cols; k++) nm_put(b, "    (*F%d_) = y_[%d * s_];\n", nm_find_var(g->m, t->names[k])->field, k);
+    for (int k = 0; k < cols; k++) nm_put(b, "    (*F%d_) = y_[%d * s_];\n", t->col_field[k], k);
     nm_put(b, "}\n\n");
 }
 
@@ -117,7 +117,7 @@ int nm_emit_callable(gen *g, const block *bl) {
         nm_put(b, "    int k_;\n    double t_;\n    nsm_%s_%c_%s_at(p, A_%s, &k_, &t_);\n", g->m->name, kc, bl->name,
             bl->args[0]);
         nm_put(b, "    const int k1_ = k_ + (k_ < %d);\n", t->with);
-        int cols = bl->kind == B_FUNCTION ? 1 : t->n_names;
+        int cols = bl->kind == B_FUNCTION ? 1 : t->n_cols;
         for (int k = 0; k < cols; k++) {
             int c0 = head + k * n1;
 
@@ -126,7 +126,7 @@ int nm_emit_callable(gen *g, const block *bl) {
              * emulating the gathers of T_[c0 + k_] extracted each column's
              * own (docs/mechanisms.md, "Speed") */
             nm_put(b, "    {\n        const double *c_ = T_ + %d;\n        const double a_ = c_[k_], b_ = c_[k1_];\n", c0);
-            if (bl->kind == B_PROCEDURE) nm_put(b, "        (*F%d_) = ", nm_find_var(g->m, t->names[k])->field);
+            if (bl->kind == B_PROCEDURE) nm_put(b, "        (*F%d_) = ", t->col_field[k]);
             else nm_put(b, "        return ");
             nm_put(b, "a_ + t_ * (b_ - a_);\n    }\n");
         }

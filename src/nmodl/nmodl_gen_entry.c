@@ -541,10 +541,14 @@ int nm_emit_c(gen *g) {
             nm_put_addresses(g, "&s_[%d]", 1);
             nm_put(b, "0, 0, x_, x_);\n");
             if (bl->kind == B_PROCEDURE) {
-                for (int k = 0; k < t->n_names; k++)
-                    nm_put(b, "                T_[%d + j_] = s_[%d];\n", head + k * n1, nm_find_var(m, t->names[k])->field);
+                for (int k = 0; k < t->n_cols; k++)
+                    nm_put(b, "                T_[%d + j_] = s_[%d];\n", head + k * n1, t->col_field[k]);
             }
-            nm_put(b, "            }\n            T_[0] = 1.0;\n            T_[1] = p->celsius;\n            T_[2] = tmin_;\n"
+            nm_put(b, "            }\n");
+            for (int k = t->n_cols - t->n_last; k < t->n_cols; k++) /* NEURON's globals as the last point left them */
+                nm_put(b, "            for (int j_ = 0; j_ < %d; ++j_) T_[%d + j_] = s_[%d];\n", n1, head + k * n1,
+                    t->col_field[k]);
+            nm_put(b, "            T_[0] = 1.0;\n            T_[1] = p->celsius;\n            T_[2] = tmin_;\n"
                    "            T_[3] = 1. / dx_;\n");
             for (int k = 0; k < t->n_depend; k++) {
                 nm_put(b, "            T_[%d] = ", 4 + k);

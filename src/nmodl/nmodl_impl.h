@@ -109,6 +109,10 @@ enum { M_NONE, M_CNEXP, M_DERIVIMPLICIT, M_EULER, M_SPARSE, M_RUNGE };
 typedef struct table_decl {
     char **names;        /* PROCEDURE: the tabulated variables; FUNCTION: none */
     int n_names;
+    int n_last;          /* of those, the last n_last: NEURON's globals that the block sets besides (tadj):
+                            each column holds the value after the table's last point, as NEURON keeps it */
+    int *col_field;      /* PROCEDURE: per column, the field it sets: each element of an array a column */
+    int n_cols;
     char **depend;
     int n_depend;
     ex *from, *to;

@@ -678,10 +678,12 @@ int main(void) {
     c = emit("NEURON { SUFFIX neg RANGE x }\nCONSTANT { k = -6 }\nASSIGNED { x }\n"
              "BREAKPOINT { x = v / -k + 0.001 (mV) * v }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "(*F0_) = ((v_ / (-(-6))) + (0.001 * v_));") && !strstr(c, "--")); /* not C's decrement */
-    c = emit("NEURON { SUFFIX pf RANGE x }\nASSIGNED { x }\nBREAKPOINT { x = 1\n printf(\"x %g\\n\", x) }\n",
-             NS_NMODL_HEADER);
+    c = emit("NEURON { SUFFIX pf RANGE x }\nASSIGNED { x }\nBREAKPOINT { x = 1\n printf(\"x %g\\n\", x)\n"
+             " printf(\"%s %g\\n\", \"pf.mod $Id$\", x) }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "#include <stdio.h>") &&
           strstr(c, "#ifndef __CUDA_ARCH__\n    (void)printf(\"x %g\\n\", (*F0_));\n#endif\n")); /* host only */
+    /* a string for a %s (ModelDB's infot.mod prints its version so), as nocmodl passes it */
+    CHECK(strstr(c, "(void)printf(\"%s %g\\n\", \"pf.mod $Id$\", (*F0_));\n"));
     /* FROM and WHILE; a RANGE array through its pointers, a LOCAL array, a GLOBAL array */
     c = emit("NEURON { SUFFIX ar RANGE a }\nPARAMETER { g[2] = 3 }\nASSIGNED { a[3] }\nLOCAL s[2]\n"
              "BREAKPOINT {\n LOCAL k[2]\n FROM i = 2 TO 0 BY -1 { a[i] = g[1] + i }\n"

@@ -4,8 +4,10 @@
 : LOCALs (_lq), the FUNCTION's value (_lalphan), a call of another block with
 : _threadargscomma_ and one with the NMODL arguments alone (nocmodl's calls in a file that is
 : not THREADSAFE, as ModelDB's stats.mod has them), hoc_Exp, t, celsius, `return 0;`, an ASSIGNED array written by the C,
-: a name the C declares used by NMODL statements, and a PROCEDURE only hoc calls (ifarg,
-: getarg) that neurosolve leaves out
+: a name the C declares used by NMODL statements, macros of the C outside the blocks used by
+: NMODL statements (one #define'd there, one in a header it includes: vbmacro.h, as ModelDB's
+: infot.mod uses misc.h's LG2), and a PROCEDURE only hoc calls (ifarg, getarg) that neurosolve
+: leaves out
 NEURON {
     SUFFIX vbchan
     USEION k READ ek WRITE ik
@@ -34,6 +36,8 @@ ASSIGNED {
 STATE { n }
 
 VERBATIM
+#include "vbmacro.h"
+#define VB_SHIFT 25
 /* a static helper of the file: x / (exp(x / y) - 1), its limit near 0 */
 static double vtrap_c(double x, double y) {
     if (fabs(x / y) < 1e-6) return y * (1 - x / y / 2);
@@ -63,7 +67,7 @@ VERBATIM
 ENDVERBATIM
 }
 FUNCTION betan(v (mV)) {
-    betan = 0.125 * exp(-(v - vhalf + 25) / 80)
+    betan = VB_BETA * exp(-(v - vhalf + VB_SHIFT) / 80)
 }
 PROCEDURE rates(v (mV)) {
     LOCAL tadj
