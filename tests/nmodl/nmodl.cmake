@@ -23,3 +23,10 @@ if(NS_HAVE_CUDA AND TARGET test_nmodl_pointer)
   target_compile_definitions(test_nmodl_pointer PRIVATE NS_NVCC="${CMAKE_CUDA_COMPILER}"
     NS_CUDA_ARCH="sm_${_ns_first_arch}")
 endif()
+
+# test_nmodl_neuron: every mechanism of data/mechanisms/ built with the system C compiler
+# (the same compiler and flags in every configuration of this library) and run by the test's
+# own one-compartment driver against NEURON's traces. CI's build matrix leaves it out (label
+# matrix_skip, .ci/run): its translator runs there in test_nmodl, test_sim_nmodl_neuron and
+# the CLI's tests; make test and the sanitizer build run it.
+set_tests_properties(test_nmodl_neuron PROPERTIES LABELS matrix_skip)
