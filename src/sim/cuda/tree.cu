@@ -262,27 +262,32 @@ __device__ __forceinline__ void record_cell(const Team &tm, const ns_sim_tree &t
 // The LFP's sample (sim_impl.h's snap) after the step's update, v final in every node of the team:
 // each node's membrane current, Kirchhoff's axial inflow at the new v (snap_g: each position's
 // conductance to its parent), into its column of the sample's row (none without a membrane);
-// after a barrier, each cell's thread adds its clamps on at the step's midpoint, in the order
-// added (lfp.c's CPU currents, in the same order per node).
+// after a barrier (only where the group has clamps: c_lo, c_hi its cells), each cell's thread adds
+// its clamps on at the step's midpoint, in the order added (lfp.c's CPU currents, in the same
+// order per node). The columns, conductances and currents pass through L2 marked evict-first
+// (__ldcs, __stcs): the currents are read only by the next reduction and the sampler's arrays once
+// per sample, so that they do not push the step's own state (v, the mechanisms' states) out of L2.
 template <class Team>
 __device__ __forceinline__ void lfp_sample(const Team &tm, const ns_sim_tree &t, const ns_sim_gpu_group &g,
                                            double *row, int64_t base, int32_t N, const double *v,
                                            const int32_t *parent, const int32_t *cb, int32_t tid, int32_t nt,
-                                           bool own, int32_t c, int64_t cell_base, double tm_half) {
+                                           bool own, int32_t c, int32_t c_lo, int32_t c_hi, int64_t cell_base,
+                                           double tm_half) {
     const int32_t *col = g.snap_col + base;
     const double *gp = g.snap_g + base;
     for (int32_t i = tid; i < N; i += nt) {
-        const int32_t cc = col[i];
+        const int32_t cc = __ldcs(col + i);
         if (cc < 0) continue;
         const double vi = tm.ld(v + i);
         const int32_t pi = parent[i];
-        double im = pi >= 0 ? gp[i] * (tm.ld(v + pi) - vi) : 0.0;
+        double im = pi >= 0 ? __ldcs(gp + i) * (tm.ld(v + pi) - vi) : 0.0;
         for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
             const int32_t ch = t.child[q];  // group-local
-            im -= gp[ch] * (vi - tm.ld(v + ch));
+            im -= __ldcs(gp + ch) * (vi - tm.ld(v + ch));
         }
-        row[cc] = im;
+        __stcs(row + cc, im);
     }
+    if (g.stim_begin[c_hi] == g.stim_begin[c_lo]) return;  // no clamp in the group: the same in every thread
     tm.sync();
     if (!own) return;
     for (int64_t s = g.stim_begin[c]; s < g.stim_begin[c + 1]; ++s) {
@@ -464,7 +469,7 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         // the LFP's sample (sim_impl.h), the same decision in every thread
         if (g.snap && step % r.snap_every == 0)
             lfp_sample(tm, t, g, g.snap + (step / r.snap_every - r.snap_first) * r.snap_ld, base, N, v, parent, cb, tid,
-                       nt, own, c, cell_base, tm_half);
+                       nt, own, c, c0, c1, cell_base, tm_half);
         // E: spikes and recording, one thread per cell
         if (own) record_cell(tm, t, g, r, c, v, cell_base, step, tp, v_old, tcur, spikes);
         // NET: the synapses' states, then the detectors
