@@ -27,32 +27,13 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #endif
 
-#define CHAN(n, g, val)                                                                                      \
-    {n, 34, -70, 120, {"pas", n}, {{"pas", "g", 1e-4}, {"pas", "e", -70}, {n, g, val}},                      \
-     {{10, 40, 0.15}, {60, 40, -0.15}}, {{0}}, 50, -85, 120, 0}
 static const tcase CASES[] = {
     {"hh", 6.3, -65, 50, {"hh"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
     {"Exp2Syn", 6.3, -70, 40, {"pas", "Exp2Syn"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Exp2Syn", "tau1", 0.5}, {"Exp2Syn", "tau2", 3}, {"Exp2Syn", "e", 0}},
      {{0}}, {{5, 0.01}, {15, 0.02}}, 0, 0, 0, 0},
-    CHAN("NaTs2_t", "gNaTs2_tbar", 0.01),
-    CHAN("NaTa_t", "gNaTa_tbar", 0.01),
-    CHAN("Nap_Et2", "gNap_Et2bar", 0.001),
-    CHAN("K_Pst", "gK_Pstbar", 0.01),
-    CHAN("K_Tst", "gK_Tstbar", 0.01),
-    CHAN("SKv3_1", "gSKv3_1bar", 0.01),
-    CHAN("Im", "gImbar", 0.001),
-    CHAN("Ih", "gIhbar", 0.001),
-    CHAN("Ca_HVA", "gCa_HVAbar", 0.001),
-    CHAN("Ca_LVAst", "gCa_LVAstbar", 0.001),
-    {"L5soma", 34, -80, 300,
-     {"pas", "CaDynamics_E2", "Ca_HVA", "Ca_LVAst", "Ih", "K_Pst", "K_Tst", "NaTs2_t", "Nap_Et2", "SK_E2", "SKv3_1"},
-     {{"NaTs2_t", "gNaTs2_tbar", 0.983955}, {"SKv3_1", "gSKv3_1bar", 0.303472}, {"SK_E2", "gSK_E2bar", 0.008407},
-      {"K_Tst", "gK_Tstbar", 0.0812}, {"K_Pst", "gK_Pstbar", 0.00223}, {"Nap_Et2", "gNap_Et2bar", 0.00172},
-      {"Ih", "gIhbar", 0.0002}, {"Ca_HVA", "gCa_HVAbar", 0.000994}, {"Ca_LVAst", "gCa_LVAstbar", 0.000333},
-      {"CaDynamics_E2", "gamma", 0.000609}, {"CaDynamics_E2", "decay", 210.485284}, {"pas", "g", 3.38e-5},
-      {"pas", "e", -90}},
-     {{20, 200, 0.25}}, {{0}}, 50, -85, 0, 1},
+    NMODL_BBP_CHANNELS,
+    NMODL_L5SOMA(300),
 };
 
 /* The case's trace (v, cai or the probe, eca per step) with the mechanisms of libs; NULL on failure. */
