@@ -66,6 +66,18 @@ static void emit_prelude(gen *g) {
            " * same double as the division wherever 2^-960 <= |x| < 2^1013 (Markstein) */\n"
            "NS_MECH_FN double nsm_slope(double x) {\n#ifdef __CUDA_ARCH__\n    const double q = x * 1000.0;\n"
            "    return fma(fma(-q, .001, x), 1000.0, q);\n#else\n    return x / .001;\n#endif\n}\n#endif\n");
+    /* the GPU's arithmetic (docs/mechanisms.md, "The GPU's arithmetic"): a double division there is a
+     * reciprocal's estimate and a dozen dependent operations and pow a logarithm and an exp, so a division
+     * by a compile-time constant is a product by its reciprocal (nvcc folds 1.0 / c) and x^2, x^3, x^4
+     * are products, and NSM_GPU(gpu, host) is a form for each (a cnexp target with its common factors
+     * cancelled on the GPU); the host's C is NEURON's, as written */
+    nm_put(b, "#ifndef NSM_ARITH\n#define NSM_ARITH\n#ifdef __CUDA_ARCH__\n"
+           "static inline __device__ double nsm_powk(double x, double k) {\n"
+           "    const double x2 = x * x;\n    return k == 2.0 ? x2 : k == 3.0 ? x2 * x : x2 * x2;\n}\n"
+           "#define NSM_DIVC(a, c) ((a) * (1.0 / (c)))\n#define NSM_POWK(x, k) nsm_powk((x), (k))\n"
+           "#define NSM_GPU(gpu, host) (gpu)\n#else\n"
+           "#define NSM_DIVC(a, c) ((a) / (c))\n#define NSM_POWK(x, k) pow((x), (k))\n#define NSM_GPU(gpu, host) (host)\n"
+           "#endif\n#endif\n");
     nm_put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
     if (m->n_ftables) /* NEURON's hoc_func_table (functabl.cpp), for FUNCTION_TABLEs */

@@ -339,7 +339,7 @@ int main(void) {
               strstr(hh, "(*F12_) = y_[1 * s_];") &&
               strstr(hh, "nsm_hh_p_rates_set(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
                          "F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, y_, s_);"));
-        CHECK(strstr(hh, "q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));"));
+        CHECK(strstr(hh, "q10 = pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0));")); /* x / 10 on the host, x * 0.1 on the GPU */
         ns_nmodl_free(text);
         ns_nmodl_destroy(m);
     }
@@ -376,7 +376,9 @@ int main(void) {
     c = emit("NEURON { SUFFIX k4 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { s' = (a - 2*s)/b }\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "*t0_ = -((p->global[0] / p->global[1])) / (((-2.0) / p->global[1]));"));
+    /* the host's -c/a as nocmodl's; the GPU's with the common denominator and the signs cancelled: a / 2 */
+    CHECK(strstr(c, "*t0_ = NSM_GPU(NSM_DIVC((p->global[0]), 2.0), -((p->global[0] / p->global[1])) / "
+                    "(((-2.0) / p->global[1])));"));
     /* an equation reading a state that an earlier one updates: in place, in order (cnexp) */
     c = emit("NEURON { SUFFIX k5 }\nSTATE { x y }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { x' = -x\n y' = x - y }\n",
@@ -677,7 +679,7 @@ int main(void) {
     /* NMODL's language (issue 39): the generated forms */
     c = emit("NEURON { SUFFIX neg RANGE x }\nCONSTANT { k = -6 }\nASSIGNED { x }\n"
              "BREAKPOINT { x = v / -k + 0.001 (mV) * v }\n", NS_NMODL_HEADER);
-    CHECK(strstr(c, "(*F0_) = ((v_ / (-(-6))) + (0.001 * v_));") && !strstr(c, "--")); /* not C's decrement */
+    CHECK(strstr(c, "(*F0_) = (NSM_DIVC(v_, (-(-6))) + (0.001 * v_));") && !strstr(c, "--")); /* not C's decrement */
     c = emit("NEURON { SUFFIX pf RANGE x }\nASSIGNED { x }\nBREAKPOINT { x = 1\n printf(\"x %g\\n\", x)\n"
              " printf(\"%s %g\\n\", \"pf.mod $Id$\", x) }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "#include <stdio.h>") &&
