@@ -302,7 +302,9 @@ def examine(path, a, cache, nrn):
     res = {"path": path, "fid": fid, "scan": sorted(found)}
     new = {}
     nocmodl, env, nver = nrn
-    if nocmodl:
+    if not nocmodl and fid in a.nrn_known:  # --gpu-only on a machine without NEURON: the cache's answer
+        res["neuron"], res["neuron_msg"] = a.nrn_known[fid]
+    elif nocmodl:
         k = f"nrn:{nver}:{fid}"
         got = cache.get(k) or neuron_accepts(path, nocmodl, env)
         new[k] = got
@@ -312,11 +314,15 @@ def examine(path, a, cache, nrn):
     key, msg = translate(a.neurosolve, path, False)
     res["cpu_key"] = key
     if key:
-        key += a.mode
+        # --gpu-only: the CPU build of any compiler mode the cache holds (whether it builds does not depend
+        # on it), with its mechanisms' list; the CPU library is needed for that list only
+        known = [key + m for m in (a.mode, "-O0", "") if a.gpu_only and cache.get(f"cpu:{key}{m}") and (
+                 not cache.get(f"cpu:{key}{m}")[0] or cache.get(f"list:{key}{m}") is not None)]
+        key = known[0] if known else key + a.mode
         res["cpu_key"] = key
         got = cache.get(f"cpu:{key}")
         lib = os.path.join(a.libs, key + ".so")
-        if not got or (got[0] and not os.path.exists(lib)):
+        if not got or (got[0] and not os.path.exists(lib) and not known):
             got = build(a.neurosolve, path, False, lib, a.compilers)
         new[f"cpu:{key}"] = got
         res["cpu"], res["cpu_msg"] = got
@@ -355,7 +361,7 @@ def gpu_model(model, files, results, a, cache):
             if not gkey:
                 r["gpu"], r["gpu_msg"] = False, gmsg
                 continue
-            listed = mech_list(a.neurosolve, os.path.join(a.libs, r["cpu_key"] + ".so"))
+            listed = mechs_of(a, cache, r["cpu_key"])
             why = [m["cuda_why_not"] for m in listed if m.get("cuda_why_not")]
             if why:  # it would build with --cuda, without CUDA entry points: it runs on the CPU loop only
                 r["gpu"], r["gpu_msg"] = False, "no CUDA entry points: " + why[0]
@@ -526,6 +532,17 @@ def mech_list(exe, lib):
     return json.loads(r.stdout)["mechanisms"] if r.returncode == 0 else []
 
 
+def mechs_of(a, cache, cpu_key):
+    """`mechanisms list --json`'s mechanisms of a CPU-built file, kept in the cache ("list:" and the
+    CPU build's key), so that --gpu-only needs no CPU library of a file the cache lists."""
+    got = cache.get("list:" + cpu_key)
+    if got is None:
+        got = mech_list(a.neurosolve, os.path.join(a.libs, cpu_key + ".so"))
+        if got:
+            cache.put("list:" + cpu_key, got)
+    return got
+
+
 def traces(models, results, a, cache):
     """{(model, path, mech): {"rms", "max", "reason"}}. NEURON's traces are kept in the cache's
     folder (by file content, mechanism and protocol); ours are rerun when neurosolve changes."""
@@ -541,7 +558,7 @@ def traces(models, results, a, cache):
             need_nrn, cases = [], []
             for f in ok:
                 lib = os.path.join(a.libs, results[f]["cpu_key"] + ".so")
-                for m in mech_list(a.neurosolve, lib):
+                for m in mechs_of(a, cache, results[f]["cpu_key"]):
                     if m["kind"] != "density":
                         out[(model, f, m["name"])] = {"rms": None, "max": None,
                                                       "reason": "point process: not run by the harness"}
@@ -720,6 +737,9 @@ def main():
                     help="the model list, for the models' names and order with --corpus")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--gpu", action="store_true", help="also build for the GPU (nvcc, sm_90)")
+    ap.add_argument("--gpu-only", action="store_true",
+                    help="the GPU builds alone, for a machine with nvcc and without NEURON: NEURON's acceptance, the "
+                         "CPU builds and the mechanisms' lists from the cache (what it lacks is built), no traces")
     ap.add_argument("--traces", action="store_true", help="compare the density mechanisms' traces with NEURON")
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/neurosolve/nmodl_corpus_results.json"))
     ap.add_argument("--cached-only", action="store_true",
@@ -760,6 +780,9 @@ def main():
         for k, v in Cache(other).data.items():
             cache.data.setdefault(k, v)
     nrn = nocmodl_path()
+    if a.gpu_only:
+        a.gpu, a.traces = True, False
+    a.nrn_known = {k.split(":", 2)[2]: v for k, v in sorted(cache.data.items()) if k.startswith("nrn:")}
     results = {}
     todo = [f for _, fs in models for f in fs]
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
@@ -777,6 +800,7 @@ def main():
     if a.gpu:
         gpu_pass(models, results, a, cache)
     tr = traces(models, results, a, cache) if a.traces else None
+    cache.save()  # the mechanisms' lists too
     text = report(models, results, tr, a, names)
     if a.details:
         open(a.details, "w").write(details(models, results, tr, names))
