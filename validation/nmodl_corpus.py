@@ -458,8 +458,10 @@ def neuron_libs(model_files, a, workroot):
     groups = []  # as few folders as names allow: no file name and no mechanism name twice in one
     for p in model_files:
         text = open(p, "rb").read().decode("latin-1").replace("\r\n", "\n").replace("\r", "\n")
+        # `SUFFIX nothing` names no mechanism: such files (a library of functions for hoc and for the
+        # other files' C: ModelDB 151282's misc.mod and vecst.mod) go together, as nrnivmodl takes them
         keys = {os.path.basename(p)} | set(re.findall(r"\b(?:SUFFIX|POINT_PROCESS|ARTIFICIAL_CELL)\s+(\w+)",
-                                                      strip_comments(text)))
+                                                      strip_comments(text))) - {"nothing"}
         g = next((g for g in groups if not keys & g[1]), None)
         if g is None:
             groups.append(([], set()))
@@ -532,6 +534,10 @@ def mech_list(exe, lib):
     return json.loads(r.stdout)["mechanisms"] if r.returncode == 0 else []
 
 
+PP = "point process: not run by the harness"
+NOTHING = "SUFFIX nothing: functions for hoc, no mechanism to insert"
+
+
 def mechs_of(a, cache, cpu_key):
     """`mechanisms list --json`'s mechanisms of a CPU-built file, kept in the cache ("list:" and the
     CPU build's key), so that --gpu-only needs no CPU library of a file the cache lists."""
@@ -558,10 +564,11 @@ def traces(models, results, a, cache):
             need_nrn, cases = [], []
             for f in ok:
                 lib = os.path.join(a.libs, results[f]["cpu_key"] + ".so")
+                nothing = re.search(r"\bSUFFIX\s+nothing\b", strip_comments(
+                    open(f, "rb").read().decode("latin-1").replace("\r\n", "\n").replace("\r", "\n")))
                 for m in mechs_of(a, cache, results[f]["cpu_key"]):
-                    if m["kind"] != "density":
-                        out[(model, f, m["name"])] = {"rms": None, "max": None,
-                                                      "reason": "point process: not run by the harness"}
+                    if m["kind"] != "density" or nothing:
+                        out[(model, f, m["name"])] = {"rms": None, "max": None, "reason": NOTHING if nothing else PP}
                         continue
                     key = f"trace:{proto}:{results[f]['cpu_key']}:{binary}:{m['name']}"
                     if cache.get(key) or a.cached_only:
@@ -644,21 +651,21 @@ def report(models, results, tr, a, names):
         g_models = [fs for _, fs in models if all(results[f]["gpu"] is not None for f in fs)]
         p(f"| models with every accepted file built, GPU{'' if len(g_models) == len(models) else f' (of the {len(g_models)} measured)'} "
           f"| {m_gpu} of {len(g_models)} ({pct(m_gpu, len(g_models))}) |")
-    PP = "point process: not run by the harness"
     if tr is not None:  # distinct (file content, mechanism)
         uniq = {}
         for (model, f, mech), v in tr.items():
             uniq.setdefault((results[f]["fid"], mech), ((model, f, mech), v))
         tr_u = dict(uniq.values())
-        dens = [v for v in tr_u.values() if v["reason"] != PP]
+        dens = [v for v in tr_u.values() if v["reason"] not in (PP, NOTHING)]
         good = [v for v in dens if v["rms"] is not None and v["rms"] <= 1e-6]
         ran = [v for v in dens if v["rms"] is not None]
-        npp = len(tr_u) - len(dens)
-        traced = len({m for (m, _, _), v in tr.items() if v["reason"] != PP})
+        npp = sum(v["reason"] == PP for v in tr_u.values())
+        traced = len({m for (m, _, _), v in tr.items() if v["reason"] not in (PP, NOTHING)})
         p(f"| models with traces{'' if traced == len(models) else ' (so far)'} | {traced} of {len(models)} |")
         p(f"| density mechanisms traced against NEURON (alone with pas) | {len(dens)}: {len(ran)} ran, "
           f"**{len(good)} within 1e-6 mV RMS** |")
         p(f"| point processes (not run by the harness) | {npp} |")
+        p(f"| `SUFFIX nothing` files (functions for hoc: nothing to insert) | {len(tr_u) - len(dens) - npp} |")
     # constructs
     failing = [r for r in acc if r["class"]]
     blocking = {r["class"] for r in failing}
@@ -692,7 +699,7 @@ def report(models, results, tr, a, names):
         blockers = ", ".join(f"{c} ({n})" for c, n in sorted(cls.items(), key=lambda kv: -kv[1]))
         gcol = sum(bool(r["gpu"]) for r in ac) if a.gpu and all(r["gpu"] is not None for r in ac) else "-"
         tcol = f"{tgood} / {len(t)}" if tr is not None and any(
-            m == model and v["reason"] != PP for (m, _, _), v in tr.items()) else "-"
+            m == model and v["reason"] not in (PP, NOTHING) for (m, _, _), v in tr.items()) else "-"
         p(f"| {names.get(model, model)} | {len(rs)} | {len(ac)} | {sum(bool(r['cpu']) for r in ac)} | "
           f"{gcol} | {tcol} | "
           f"{blockers} |")
