@@ -479,14 +479,17 @@ def neuron_libs(model_files, a, workroot):
     return out
 
 
+NEURON_TIMEOUT = 180
+
+
 def neuron_ref(mech, nrn_lib, ions_known, ref):
     """NEURON's trace of v into ref (.npy; ref.ions.json: its ion values); '' or the reason it failed."""
     params = {"steps": STEPS, "celsius": CELSIUS, "dt": DT, "tstop": TSTOP, "v_init": VINIT, "ions": ions_known}
     try:
         r = subprocess.run([sys.executable, "-c", NEURON_RUN, nrn_lib, mech, ref, json.dumps(params)],
-                           capture_output=True, text=True, errors="replace", timeout=600)
-    except subprocess.TimeoutExpired:
-        return "NEURON: timed out"
+                           capture_output=True, text=True, errors="replace", timeout=NEURON_TIMEOUT)
+    except subprocess.TimeoutExpired:  # BluePyOpt's StochKv3: a binomial draw per channel and step in hoc's C
+        return f"NEURON: not done in {NEURON_TIMEOUT} s (120 ms of one compartment)"
     return "NEURON: " + last_line(r.stderr)[:120] if r.returncode else ""
 
 
