@@ -341,8 +341,16 @@ def set_class(res):
 def gpu_pass(models, results, a, cache):
     """The CUDA build of every file the CPU build took: the files of a model in batches of distinct
     mechanism names, one `mechanisms build --cuda` each (nvcc runs once per file and once for the
-    catalogue either way); a batch that fails is built file by file, to tell which file fails."""
+    catalogue either way); a batch that fails is built file by file, to tell which file fails.
+    With --gpu-only, the models with the most files that no compiler mode has a GPU result for go
+    first (a run cut short measures what is not known at all)."""
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        if a.gpu_only:
+            keys = dict(zip([f for _, fs in models for f in fs], ex.map(
+                lambda f: translate(a.neurosolve, f, True)[0], [f for _, fs in models for f in fs])))
+            unknown = {f: bool(results[f]["cpu"] and k and not any(cache.get(f"gpu:{k}{m}") for m in ("", "-O0")))
+                       for f, k in keys.items()}
+            models = sorted(models, key=lambda mf: -sum(unknown[f] for f in mf[1]))
         for fut in [ex.submit(gpu_model, model, files, results, a, cache) for model, files in models]:
             fut.result()
     for r in results.values():
