@@ -593,7 +593,9 @@ def traces(models, results, a, cache):
             if not cases:
                 continue
             mw = os.path.join(workroot, re.sub(r"\W", "_", model))
-            nlibs = neuron_libs(need_nrn, a, mw) if need_nrn else {}
+            # nrnivmodl of every file NEURON accepts, as the model's users build it: a file's C may need
+            # another's (ModelDB 151282's stats.mod calls vecst.mod's cmpdfn: without it nothing loads)
+            nlibs = neuron_libs([f for f in files if results[f]["neuron"] is not False], a, mw) if need_nrn else {}
             with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
                 def one(case):
                     f, m, lib, key, ref = case
