@@ -505,6 +505,9 @@ def ours(a, mech, our_lib, ref, work):
     """(rms, max, reason) of neurosolve's v against NEURON's (ref)."""
     import numpy as np
     v_ref = np.load(ref)
+    if not np.all(np.isfinite(v_ref)):  # parameters without values (0: the model's hoc sets them), 0 / 0 ...
+        return None, None, "NEURON's v is not finite from t = %g ms (ours not compared)" % (
+            DT * int(np.argmax(~np.isfinite(v_ref))))
     ions = json.load(open(ref + ".ions.json"))
     lines = ["all.insert = pas " + mech, "all.g_pas = 1e-4", "all.e_pas = -70"]
     for var, val in ions.items():  # ions other than na, k, ca: NEURON's values
