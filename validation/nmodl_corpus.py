@@ -677,7 +677,9 @@ def report(models, results, tr, a, names):
         ran = [v for v in dens if v["rms"] is not None]
         npp = sum(v["reason"] == PP for v in tr_u.values())
         traced = len({m for (m, _, _), v in tr.items() if v["reason"] not in (PP, NOTHING)})
-        p(f"| models with traces{'' if traced == len(models) else ' (so far)'} | {traced} of {len(models)} |")
+        covered = len({m for (m, _, _) in tr})  # models whose every mechanism the harness reached
+        rest = "" if traced == len(models) else " (the rest: point processes only)" if covered == len(models) else " (so far)"
+        p(f"| models with traces{rest} | {traced} of {len(models)} |")
         p(f"| density mechanisms traced against NEURON (alone with pas) | {len(dens)}: {len(ran)} ran, "
           f"**{len(good)} within 1e-6 mV RMS** |")
         p(f"| point processes (not run by the harness) | {npp} |")
