@@ -498,7 +498,9 @@ def neuron_ref(mech, nrn_lib, ions_known, ref):
                            capture_output=True, text=True, errors="replace", timeout=NEURON_TIMEOUT)
     except subprocess.TimeoutExpired:  # BluePyOpt's StochKv3: a binomial draw per channel and step in hoc's C
         return f"NEURON: not done in {NEURON_TIMEOUT} s (120 ms of one compartment)"
-    return "NEURON: " + last_line(r.stderr)[:120] if r.returncode else ""
+    # its message: the last line of its output that is not the notice of a missing display
+    said = "\n".join(l for l in (r.stdout + "\n" + r.stderr).splitlines() if "DISPLAY" not in l and "graphics" not in l)
+    return "NEURON: " + (last_line(said) or f"exit status {r.returncode}")[:120] if r.returncode else ""
 
 
 def ours(a, mech, our_lib, ref, work):
