@@ -459,10 +459,12 @@ static void emit_paths(gen *g, const char *what, const char *ind) {
     nm_put(g->b, "%s    const int b = p->node_begin;\n", ind);
     nm_put(g->b, "%s    q.node_index = NULL; /* known here: ion slots are the nodes */\n", ind);
     /* VERBATIM C runs as written, one instance after the other: no simd */
-    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", g->m->verbatim ? "" : ivdep, ind,
+    /* nor where a lazy TABLE may be built at an instance's call (table_decl.lazy) */
+    const int serial = g->m->verbatim || g->m->lazy_tables;
+    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", serial ? "" : ivdep, ind,
         name, what);
     nm_put(g->b, "%s} else {\n%s    const int *ni = p->node_index;\n", ind, ind);
-    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point || g->m->verbatim ? "" : ivdep, ind,
+    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point || serial ? "" : ivdep, ind,
         name, what, ind);
 }
 
@@ -517,20 +519,25 @@ int nm_emit_c(gen *g) {
     const char *name = m->name;
     g->field_direct = 1; /* a DEPEND on a field reads the first instance's, as before */
     if (m->table_size) {
-        nm_put(b, "static int nsm_%s_table_update(ns_mech_ppack *p) {\n    int rebuilt = 0;\n    const double v_ = 0.0;\n"
-               "    const int i_ = 0, node_ = 0;\n    (void)v_; (void)i_; (void)node_;\n", name);
+        /* first: the call of a lazy table's block (table_decl.lazy), which builds it if not yet built; the
+         * loops' call (0) rebuilds a lazy table only once built, when what it depends on changed */
+        const int lazy = m->lazy_tables;
+        nm_put(b, "static int nsm_%s_table_update%s {\n    int rebuilt = 0;\n    const double v_ = 0.0;\n"
+               "    const int i_ = 0, node_ = 0;\n    (void)v_; (void)i_; (void)node_;%s\n", name,
+               lazy ? "_(ns_mech_ppack *p, int first)" : "(ns_mech_ppack *p)", lazy ? " (void)first;" : "");
         for (int i = 0; i < m->n_blocks; i++) {
             const block *bl = m->blocks[i];
             if (!bl->table) continue;
             const table_decl *t = bl->table;
             nm_put(b, "    if (p->global[%d] != 0.0) {\n        double *T_ = p->table + %d;\n", t->usetable, t->offset);
-            nm_put(b, "        int need = T_[0] == 0.0 || T_[1] != p->celsius");
+            nm_put(b, t->lazy ? "        int need = first ? T_[0] == 0.0 : T_[0] != 0.0 && (T_[1] != p->celsius"
+                              : "        int need = T_[0] == 0.0 || T_[1] != p->celsius");
             for (int k = 0; k < t->n_depend; k++) {
                 nm_put(b, " || T_[%d] != ", 4 + k);
                 g->n_scope = 0;
                 nm_gen_var(g, t->depend[k], NULL);
             }
-            nm_put(b, ";\n        if (need) {\n");
+            nm_put(b, "%s;\n        if (need) {\n", t->lazy ? ")" : "");
             nm_put(b, "            double s_[%d];\n            double *f_[%d];\n", m->n_fields ? m->n_fields : 1,
                 m->n_fields ? m->n_fields : 1);
             int n_ion = 0;
@@ -570,6 +577,9 @@ int nm_emit_c(gen *g) {
             nm_put(b, "            rebuilt = 1;\n        }\n    }\n");
         }
         nm_put(b, "    return rebuilt;\n}\n\n");
+        if (lazy)
+            nm_put(b, "static int nsm_%s_table_update(ns_mech_ppack *p) {\n    return nsm_%s_table_update_(p, 0);\n}\n\n",
+                   name, name);
     }
     g->field_direct = 0;
     /* the loops: flattened (every call inlined, so that nothing stops the

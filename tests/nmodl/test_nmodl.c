@@ -282,7 +282,27 @@ static void thread_safety(void) {
         }
 }
 
+/* A TABLE'd FUNCTION that reads a GLOBAL that INITIAL sets, in a file with VERBATIM and without THREADSAFE
+ * (nocmodl: not thread safe; test/tablazy.mod against NEURON in test_nmodl_neuron): built at its first
+ * call, on the CPU loop only (cuda_why_not names the TABLE); THREADSAFE, or no VERBATIM: before INITIAL */
+static void table_lazy(void) {
+    static const char *fmt = "NEURON { SUFFIX tl %s }\nPARAMETER { k }\nASSIGNED { v x }\nINITIAL { k = 2\n x = f(v) }\n"
+                             "BREAKPOINT { x = f(v)\n g() }\nFUNCTION f(v) {\n TABLE FROM -1 TO 1 WITH 4\n f = v / k\n}\n"
+                             "PROCEDURE g() {\n%s}\n";
+    static const char *vb = "VERBATIM\nreturn 0;\nENDVERBATIM\n";
+    char mod[400];
+    for (int c = 0; c < 3; c++) {
+        snprintf(mod, sizeof mod, fmt, c == 1 ? "THREADSAFE" : "", c == 2 ? "" : vb);
+        const char *h = emit(mod, NS_NMODL_HEADER);
+        const int lazy = strstr(h, "if (T_[0] == 0.0) nsm_tl_table_update_(p, 1);") != NULL;
+        CHECK_MSG(lazy == (c == 0), "case %d: the table built at the first call %d", c, lazy);
+        const char *why = strstr(emit(mod, NS_NMODL_C), "t.mod:9: a TABLE whose block reads a GLOBAL");
+        CHECK_MSG((why != NULL) == (c == 0), "case %d: cuda_why_not names the TABLE", c);
+    }
+}
+
 int main(void) {
+    table_lazy();
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
