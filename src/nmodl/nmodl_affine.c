@@ -5,9 +5,11 @@
  * code follows it, nmodl_diff.c). Decided by the derivative of each assignment with respect to
  * v: a chain rule over the variables the block computes from v, each partial derivative
  * (nm_sym_diff) free of v and of those variables. Anything else keeps NEURON's two evaluations:
- * an IF, a call of the file's FUNCTIONs or PROCEDUREs (rates(v)), VERBATIM C, a math call or a
- * division of something computed from v, an array, a variable assigned twice, a slope that would
- * read a LOCAL or a variable assigned after it. */
+ * an IF, a call of the file's FUNCTIONs or PROCEDUREs (rates(v)) or of anything but the math
+ * library (random draws), VERBATIM C, a math call or a division of something computed from v, an
+ * array, a variable assigned twice, a slope that would read a LOCAL or a variable assigned after
+ * it, a file that writes v. */
+#include <stdio.h>
 #include <string.h>
 
 #include "nmodl/nmodl_gen.h"
@@ -38,18 +40,27 @@ static int is_local(const stlist *l, const char *name) {
     return 0;
 }
 
+/* the calls a slope may pass over: the math library's pure functions (not the file's FUNCTIONs,
+ * whose bodies may read v, nor random draws, which NEURON's two evaluations draw twice) */
+static const char *const PURE = " exp log log10 sqrt fabs sin cos tan tanh sinh cosh atan asin acos atan2 floor ceil "
+                                "pow fmin fmax fmod expm1 log1p erf exprelr min max ";
+
 /* e holds nothing the chain rule cannot take: no array element, VERBATIM C name, string or call
- * of the file's blocks (their bodies may read v) */
+ * other than PURE's */
 static int plain(const slope_state *s, const ex *e) {
     if (!e) return 1;
     switch (e->kind) {
     case EX_STR: return 0;
     case EX_VAR: return !e->a && e->op != NM_C_NAME;
-    case EX_CALL:
-        if (nm_find_block(s->m, e->text)) return 0;
+    case EX_CALL: {
+        char key[64];
+        if (nm_find_block(s->m, e->text) || strlen(e->text) > 60) return 0;
+        snprintf(key, sizeof key, " %s ", e->text);
+        if (!strstr(PURE, key)) return 0;
         for (int i = 0; i < e->n_args; i++)
             if (!plain(s, e->args[i])) return 0;
         return 1;
+    }
     default: return plain(s, e->a) && plain(s, e->b);
     }
 }
@@ -120,7 +131,7 @@ int nm_current_slopes(const struct ns_nmodl *m, ex ***out) {
     const stlist *l = m->breakpoint;
     *out = NULL;
     if (!l || !m->n_currents || !nm_gen_arena) return 0;
-    if (nm_find_var(m, "v")) return 0; /* a file that writes v */
+    if (nm_find_var(m, "v") || m->verbatim || m->random_field >= 0) return 0;
     slope_state s = {m, l, nm_calloc(nm_gen_arena, (size_t)l->n + 1, sizeof(char *)),
                      nm_calloc(nm_gen_arena, (size_t)l->n + 1, sizeof(ex *)),
                      nm_calloc(nm_gen_arena, (size_t)l->n + 1, sizeof(int)), 0};

@@ -695,6 +695,8 @@ int main(void) {
         {"x = g\n x = 2*g\n i = x*(v - e)", NULL},                          /* assigned twice */
         {"LOCAL k\n k = g\n i = k*(v - e)", NULL},                          /* the slope would read a LOCAL */
         {"if (v > 0) { i = g*v } else { i = 0 }", NULL},                     /* an IF */
+        {"x = fabs(g)\n i = x*(v - e)", "double g_ = (*F3_);"},               /* a math call of no v */
+        {"i = g*at_time(1)*(v - e)", NULL},                                  /* other calls: two evaluations */
         {"i = f(v)", NULL},                                                  /* a FUNCTION (rates(v) alike) */
         {"x = f(1)\n i = x*(v - e)", NULL},                                  /* a FUNCTION's body may read v */
     };
