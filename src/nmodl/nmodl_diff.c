@@ -877,11 +877,8 @@ static void current_slope(dx *d) {
     const struct ns_nmodl *m = d->m;
     ex **slope;
     const int affine = nm_current_slopes(m, &slope);
-    if (affine < 0) {
-        dfail(d, 1, "(out of memory)");
-        return;
-    }
-    if (!affine) {
+    if (affine < 0) dfail(d, 1, "(out of memory)");
+    if (affine <= 0) {
         P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
         put_args(d);
         P("nsd_%s_add(v_, nsd_%s_c(.001)));\n", d->M, d->M);
@@ -889,24 +886,19 @@ static void current_slope(dx *d) {
     P("    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M);
     put_args(d);
     P("v_);\n");
-    if (!affine) {
+    if (affine <= 0) {
         P("    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
         return;
     }
     nm_gen_scope_reset(d->g, 0); /* the slopes read no LOCAL */
-    int any = 0;
-    for (int c = 0; c < m->n_currents; c++) /* a + b + c as C's (a + b) + c */
-        any += slope[c] != NULL;
-    P("    nsd_%s g_ = ", d->M);
-    for (int k = 1; k < any; k++) P("nsd_%s_add(", d->M);
-    if (!any) P("nsd_%s_c(0.0)", d->M);
-    for (int c = 0, n = 0; c < m->n_currents; c++) {
+    P("    nsd_%s g_ = nsd_%s_c(0.0);\n", d->M, d->M);
+    for (int c = 0, n = 0; c < m->n_currents; c++) { /* the forward code's a + b + c, as (a + b) + c */
         if (!slope[c]) continue;
-        if (n) P(", ");
+        if (n++) P("    g_ = nsd_%s_add(g_, ", d->M);
+        else P("    g_ = (");
         dex(d, slope[c]);
-        if (n++) P(")");
+        P(");\n");
     }
-    P(";\n");
 }
 
 /* One phase's products (ph: 0 INITIAL, 1 current(), 2 state(), 3 NET_RECEIVE) named

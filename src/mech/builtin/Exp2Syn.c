@@ -573,7 +573,8 @@ NSD_Exp2Syn_L4_FN void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int no
     Fd7_.d[3] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
     nsd_Exp2Syn_L4 rhs_ = nsd_Exp2Syn_L4_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, v_);
-    nsd_Exp2Syn_L4 g_ = (*F4_);
+    nsd_Exp2Syn_L4 g_ = nsd_Exp2Syn_L4_c(0.0);
+    g_ = ((*F4_));
     g_ = nsd_Exp2Syn_L4_mul_r(g_, p->weight[i_]);
     rhs_ = nsd_Exp2Syn_L4_mul_r(rhs_, p->weight[i_]);
     double a_[4];
