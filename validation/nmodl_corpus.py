@@ -302,7 +302,9 @@ def examine(path, a, cache, nrn):
     res = {"path": path, "fid": fid, "scan": sorted(found)}
     new = {}
     nocmodl, env, nver = nrn
-    if nocmodl:
+    if not nocmodl and fid in a.nrn_known:  # --gpu-only on a machine without NEURON: the cache's answer
+        res["neuron"], res["neuron_msg"] = a.nrn_known[fid]
+    elif nocmodl:
         k = f"nrn:{nver}:{fid}"
         got = cache.get(k) or neuron_accepts(path, nocmodl, env)
         new[k] = got
@@ -312,11 +314,15 @@ def examine(path, a, cache, nrn):
     key, msg = translate(a.neurosolve, path, False)
     res["cpu_key"] = key
     if key:
-        key += a.mode
+        # --gpu-only: the CPU build of any compiler mode the cache holds (whether it builds does not depend
+        # on it), with its mechanisms' list; the CPU library is needed for that list only
+        known = [key + m for m in (a.mode, "-O0", "") if a.gpu_only and cache.get(f"cpu:{key}{m}") and (
+                 not cache.get(f"cpu:{key}{m}")[0] or cache.get(f"list:{key}{m}") is not None)]
+        key = known[0] if known else key + a.mode
         res["cpu_key"] = key
         got = cache.get(f"cpu:{key}")
         lib = os.path.join(a.libs, key + ".so")
-        if not got or (got[0] and not os.path.exists(lib)):
+        if not got or (got[0] and not os.path.exists(lib) and not known):
             got = build(a.neurosolve, path, False, lib, a.compilers)
         new[f"cpu:{key}"] = got
         res["cpu"], res["cpu_msg"] = got
@@ -335,8 +341,16 @@ def set_class(res):
 def gpu_pass(models, results, a, cache):
     """The CUDA build of every file the CPU build took: the files of a model in batches of distinct
     mechanism names, one `mechanisms build --cuda` each (nvcc runs once per file and once for the
-    catalogue either way); a batch that fails is built file by file, to tell which file fails."""
+    catalogue either way); a batch that fails is built file by file, to tell which file fails.
+    With --gpu-only, the models with the most files that no compiler mode has a GPU result for go
+    first (a run cut short measures what is not known at all)."""
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        if a.gpu_only:
+            keys = dict(zip([f for _, fs in models for f in fs], ex.map(
+                lambda f: translate(a.neurosolve, f, True)[0], [f for _, fs in models for f in fs])))
+            unknown = {f: bool(results[f]["cpu"] and k and not any(cache.get(f"gpu:{k}{m}") for m in ("", "-O0")))
+                       for f, k in keys.items()}
+            models = sorted(models, key=lambda mf: -sum(unknown[f] for f in mf[1]))
         for fut in [ex.submit(gpu_model, model, files, results, a, cache) for model, files in models]:
             fut.result()
     for r in results.values():
@@ -355,7 +369,7 @@ def gpu_model(model, files, results, a, cache):
             if not gkey:
                 r["gpu"], r["gpu_msg"] = False, gmsg
                 continue
-            listed = mech_list(a.neurosolve, os.path.join(a.libs, r["cpu_key"] + ".so"))
+            listed = mechs_of(a, cache, r["cpu_key"])
             why = [m["cuda_why_not"] for m in listed if m.get("cuda_why_not")]
             if why:  # it would build with --cuda, without CUDA entry points: it runs on the CPU loop only
                 r["gpu"], r["gpu_msg"] = False, "no CUDA entry points: " + why[0]
@@ -452,8 +466,10 @@ def neuron_libs(model_files, a, workroot):
     groups = []  # as few folders as names allow: no file name and no mechanism name twice in one
     for p in model_files:
         text = open(p, "rb").read().decode("latin-1").replace("\r\n", "\n").replace("\r", "\n")
+        # `SUFFIX nothing` names no mechanism: such files (a library of functions for hoc and for the
+        # other files' C: ModelDB 151282's misc.mod and vecst.mod) go together, as nrnivmodl takes them
         keys = {os.path.basename(p)} | set(re.findall(r"\b(?:SUFFIX|POINT_PROCESS|ARTIFICIAL_CELL)\s+(\w+)",
-                                                      strip_comments(text)))
+                                                      strip_comments(text))) - {"nothing"}
         g = next((g for g in groups if not keys & g[1]), None)
         if g is None:
             groups.append(([], set()))
@@ -471,21 +487,29 @@ def neuron_libs(model_files, a, workroot):
     return out
 
 
+NEURON_TIMEOUT = 180
+
+
 def neuron_ref(mech, nrn_lib, ions_known, ref):
     """NEURON's trace of v into ref (.npy; ref.ions.json: its ion values); '' or the reason it failed."""
     params = {"steps": STEPS, "celsius": CELSIUS, "dt": DT, "tstop": TSTOP, "v_init": VINIT, "ions": ions_known}
     try:
         r = subprocess.run([sys.executable, "-c", NEURON_RUN, nrn_lib, mech, ref, json.dumps(params)],
-                           capture_output=True, text=True, errors="replace", timeout=600)
-    except subprocess.TimeoutExpired:
-        return "NEURON: timed out"
-    return "NEURON: " + last_line(r.stderr)[:120] if r.returncode else ""
+                           capture_output=True, text=True, errors="replace", timeout=NEURON_TIMEOUT)
+    except subprocess.TimeoutExpired:  # BluePyOpt's StochKv3: a binomial draw per channel and step in hoc's C
+        return f"NEURON: not done in {NEURON_TIMEOUT} s (120 ms of one compartment)"
+    # its message: the last line of its output that is not the notice of a missing display
+    said = "\n".join(l for l in (r.stdout + "\n" + r.stderr).splitlines() if "DISPLAY" not in l and "graphics" not in l)
+    return "NEURON: " + (last_line(said) or f"exit status {r.returncode}")[:120] if r.returncode else ""
 
 
 def ours(a, mech, our_lib, ref, work):
     """(rms, max, reason) of neurosolve's v against NEURON's (ref)."""
     import numpy as np
     v_ref = np.load(ref)
+    if not np.all(np.isfinite(v_ref)):  # parameters without values (0: the model's hoc sets them), 0 / 0 ...
+        return None, None, "NEURON's v is not finite from t = %g ms (ours not compared)" % (
+            DT * int(np.argmax(~np.isfinite(v_ref))))
     ions = json.load(open(ref + ".ions.json"))
     lines = ["all.insert = pas " + mech, "all.g_pas = 1e-4", "all.e_pas = -70"]
     for var, val in ions.items():  # ions other than na, k, ca: NEURON's values
@@ -526,6 +550,21 @@ def mech_list(exe, lib):
     return json.loads(r.stdout)["mechanisms"] if r.returncode == 0 else []
 
 
+PP = "point process: not run by the harness"
+NOTHING = "SUFFIX nothing: functions for hoc, no mechanism to insert"
+
+
+def mechs_of(a, cache, cpu_key):
+    """`mechanisms list --json`'s mechanisms of a CPU-built file, kept in the cache ("list:" and the
+    CPU build's key), so that --gpu-only needs no CPU library of a file the cache lists."""
+    got = cache.get("list:" + cpu_key)
+    if got is None:
+        got = mech_list(a.neurosolve, os.path.join(a.libs, cpu_key + ".so"))
+        if got:
+            cache.put("list:" + cpu_key, got)
+    return got
+
+
 def traces(models, results, a, cache):
     """{(model, path, mech): {"rms", "max", "reason"}}. NEURON's traces are kept in the cache's
     folder (by file content, mechanism and protocol); ours are rerun when neurosolve changes."""
@@ -541,10 +580,11 @@ def traces(models, results, a, cache):
             need_nrn, cases = [], []
             for f in ok:
                 lib = os.path.join(a.libs, results[f]["cpu_key"] + ".so")
-                for m in mech_list(a.neurosolve, lib):
-                    if m["kind"] != "density":
-                        out[(model, f, m["name"])] = {"rms": None, "max": None,
-                                                      "reason": "point process: not run by the harness"}
+                nothing = re.search(r"\bSUFFIX\s+nothing\b", strip_comments(
+                    open(f, "rb").read().decode("latin-1").replace("\r\n", "\n").replace("\r", "\n")))
+                for m in mechs_of(a, cache, results[f]["cpu_key"]):
+                    if m["kind"] != "density" or nothing:
+                        out[(model, f, m["name"])] = {"rms": None, "max": None, "reason": NOTHING if nothing else PP}
                         continue
                     key = f"trace:{proto}:{results[f]['cpu_key']}:{binary}:{m['name']}"
                     if cache.get(key) or a.cached_only:
@@ -558,7 +598,9 @@ def traces(models, results, a, cache):
             if not cases:
                 continue
             mw = os.path.join(workroot, re.sub(r"\W", "_", model))
-            nlibs = neuron_libs(need_nrn, a, mw) if need_nrn else {}
+            # nrnivmodl of every file NEURON accepts, as the model's users build it: a file's C may need
+            # another's (ModelDB 151282's stats.mod calls vecst.mod's cmpdfn: without it nothing loads)
+            nlibs = neuron_libs([f for f in files if results[f]["neuron"] is not False], a, mw) if need_nrn else {}
             with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
                 def one(case):
                     f, m, lib, key, ref = case
@@ -627,21 +669,23 @@ def report(models, results, tr, a, names):
         g_models = [fs for _, fs in models if all(results[f]["gpu"] is not None for f in fs)]
         p(f"| models with every accepted file built, GPU{'' if len(g_models) == len(models) else f' (of the {len(g_models)} measured)'} "
           f"| {m_gpu} of {len(g_models)} ({pct(m_gpu, len(g_models))}) |")
-    PP = "point process: not run by the harness"
     if tr is not None:  # distinct (file content, mechanism)
         uniq = {}
         for (model, f, mech), v in tr.items():
             uniq.setdefault((results[f]["fid"], mech), ((model, f, mech), v))
         tr_u = dict(uniq.values())
-        dens = [v for v in tr_u.values() if v["reason"] != PP]
+        dens = [v for v in tr_u.values() if v["reason"] not in (PP, NOTHING)]
         good = [v for v in dens if v["rms"] is not None and v["rms"] <= 1e-6]
         ran = [v for v in dens if v["rms"] is not None]
-        npp = len(tr_u) - len(dens)
-        traced = len({m for (m, _, _), v in tr.items() if v["reason"] != PP})
-        p(f"| models with traces{'' if traced == len(models) else ' (so far)'} | {traced} of {len(models)} |")
+        npp = sum(v["reason"] == PP for v in tr_u.values())
+        traced = len({m for (m, _, _), v in tr.items() if v["reason"] not in (PP, NOTHING)})
+        covered = len({m for (m, _, _) in tr})  # models whose every mechanism the harness reached
+        rest = "" if traced == len(models) else " (the rest: point processes only)" if covered == len(models) else " (so far)"
+        p(f"| models with traces{rest} | {traced} of {len(models)} |")
         p(f"| density mechanisms traced against NEURON (alone with pas) | {len(dens)}: {len(ran)} ran, "
           f"**{len(good)} within 1e-6 mV RMS** |")
         p(f"| point processes (not run by the harness) | {npp} |")
+        p(f"| `SUFFIX nothing` files (functions for hoc: nothing to insert) | {len(tr_u) - len(dens) - npp} |")
     # constructs
     failing = [r for r in acc if r["class"]]
     blocking = {r["class"] for r in failing}
@@ -675,7 +719,7 @@ def report(models, results, tr, a, names):
         blockers = ", ".join(f"{c} ({n})" for c, n in sorted(cls.items(), key=lambda kv: -kv[1]))
         gcol = sum(bool(r["gpu"]) for r in ac) if a.gpu and all(r["gpu"] is not None for r in ac) else "-"
         tcol = f"{tgood} / {len(t)}" if tr is not None and any(
-            m == model and v["reason"] != PP for (m, _, _), v in tr.items()) else "-"
+            m == model and v["reason"] not in (PP, NOTHING) for (m, _, _), v in tr.items()) else "-"
         p(f"| {names.get(model, model)} | {len(rs)} | {len(ac)} | {sum(bool(r['cpu']) for r in ac)} | "
           f"{gcol} | {tcol} | "
           f"{blockers} |")
@@ -720,6 +764,9 @@ def main():
                     help="the model list, for the models' names and order with --corpus")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--gpu", action="store_true", help="also build for the GPU (nvcc, sm_90)")
+    ap.add_argument("--gpu-only", action="store_true",
+                    help="the GPU builds alone, for a machine with nvcc and without NEURON: NEURON's acceptance, the "
+                         "CPU builds and the mechanisms' lists from the cache (what it lacks is built), no traces")
     ap.add_argument("--traces", action="store_true", help="compare the density mechanisms' traces with NEURON")
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/neurosolve/nmodl_corpus_results.json"))
     ap.add_argument("--cached-only", action="store_true",
@@ -760,6 +807,9 @@ def main():
         for k, v in Cache(other).data.items():
             cache.data.setdefault(k, v)
     nrn = nocmodl_path()
+    if a.gpu_only:
+        a.gpu, a.traces = True, False
+    a.nrn_known = {k.split(":", 2)[2]: v for k, v in sorted(cache.data.items()) if k.startswith("nrn:")}
     results = {}
     todo = [f for _, fs in models for f in fs]
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
@@ -777,6 +827,7 @@ def main():
     if a.gpu:
         gpu_pass(models, results, a, cache)
     tr = traces(models, results, a, cache) if a.traces else None
+    cache.save()  # the mechanisms' lists too
     text = report(models, results, tr, a, names)
     if a.details:
         open(a.details, "w").write(details(models, results, tr, names))

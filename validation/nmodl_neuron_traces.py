@@ -116,6 +116,8 @@ CASES = {
     "vbstore": (6.3, -65, 40, {"pas": {}}, [(5, 20, 0.1)], [], ("vbstore", {}), {}, False, "i"),
     # usetable read as a name and a PROCEDURE's value (test/usetab.mod: INITIAL's start of m)
     "usetab": (6.3, -65, 40, {"pas": {}, "usetab": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    # a TABLE'd FUNCTION that reads a GLOBAL that INITIAL sets (test/tablazy.mod: built at its first call)
+    "tablazy": (6.3, -65, 40, {"pas": {}, "tablazy": {}}, [(5, 20, 0.1)], [], None, {}, False),
     # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
     # area and diam per segment): 3D points (x, y, z, diam), nseg, the probe's x (v at 0.5)
     "geomcell": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s",
@@ -296,7 +298,8 @@ def main():
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod")] +
-                    [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod")] +
+                    [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
+                                                                     "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
         for name in only or CASES:
             subprocess.run([sys.executable, os.path.abspath(__file__), "--run", name], cwd=work, check=True)

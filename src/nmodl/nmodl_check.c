@@ -462,6 +462,14 @@ static int assigns(const stlist *l, const char *name) {
     return 0;
 }
 
+/* whether INITIAL, BREAKPOINT, a BEFORE/AFTER block or any FUNCTION or PROCEDURE assigns name (not after PROTECT) */
+static int assigned_anywhere(const struct ns_nmodl *m, const char *name) {
+    int written = (m->initial && assigns(m->initial, name)) || assigns(m->breakpoint, name);
+    for (int h = 0; h < NS_MECH_N_HOOKS && !written; h++) written = m->hooks[h] && assigns(m->hooks[h], name);
+    for (int b = 0; b < m->n_blocks && !written; b++) written = assigns(m->blocks[b]->body, name);
+    return written;
+}
+
 /* GLOBAL X0 of a STATE X (not an ion's): nocmodl's implicit X0, X's value before INITIAL (its START value
  * unless set), a GLOBAL here (cadifusl.mod's `GLOBAL Buffer0`). 1 when name is one (p->status on failure) */
 static int state0(parser *p, const char *name, int line) {
@@ -528,12 +536,7 @@ static int finish_classes(parser *p) {
             if (p->status) return -1;
             continue;
         }
-        int written = m->initial && assigns(m->initial, m->globals_decl[i]);
-        written = written || assigns(m->breakpoint, m->globals_decl[i]);
-        for (int h = 0; h < NS_MECH_N_HOOKS && !written; h++)
-            written = m->hooks[h] && assigns(m->hooks[h], m->globals_decl[i]);
-        for (int b = 0; b < m->n_blocks && !written; b++) written = assigns(m->blocks[b]->body, m->globals_decl[i]);
-        if (!p->threadsafe || !written)
+        if (!p->threadsafe || !assigned_anywhere(m, m->globals_decl[i]))
             return nm_perr(p, NS_ERR_INVALID_ARGUMENT, m->globals_line[i],
                         "GLOBAL %s: not declared in PARAMETER or ASSIGNED%s", m->globals_decl[i],
                         p->threadsafe ? "" : " (nocmodl takes an undeclared GLOBAL only in a THREADSAFE file that assigns it unPROTECTed)");
@@ -654,6 +657,57 @@ static int table_side_list(parser *p, table_decl *t, const block *b, const side_
 }
 
 
+/* Whether an expression or a statement list reads name, in the blocks it calls too (seen: per block) */
+static int reads_list(const struct ns_nmodl *m, const stlist *l, const char *name, char *seen);
+static int reads_ex(const struct ns_nmodl *m, const ex *e, const char *name, char *seen) {
+    if (!e) return 0;
+    if (e->kind == EX_VAR && !strcmp(e->text, name)) return 1;
+    if (e->kind == EX_CALL) {
+        for (int i = 0; i < m->n_blocks; i++)
+            if (!seen[i] && !strcmp(m->blocks[i]->name, e->text)) {
+                seen[i] = 1;
+                if (reads_list(m, m->blocks[i]->body, name, seen)) return 1;
+            }
+        for (int k = 0; k < e->n_args; k++)
+            if (reads_ex(m, e->args[k], name, seen)) return 1;
+    }
+    return reads_ex(m, e->a, name, seen) || reads_ex(m, e->b, name, seen);
+}
+static int reads_list(const struct ns_nmodl *m, const stlist *l, const char *name, char *seen) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (reads_ex(m, s->e, name, seen) || reads_ex(m, s->e2, name, seen) || reads_ex(m, s->index, name, seen) ||
+            reads_ex(m, s->to, name, seen) || reads_ex(m, s->by, name, seen) || reads_list(m, s->then_, name, seen) ||
+            reads_list(m, s->else_, name, seen))
+            return 1;
+    }
+    return 0;
+}
+
+/* NEURON builds the TABLE of a file that nocmodl finds not thread safe (VERBATIM without THREADSAFE)
+ * at the block's first call (nocmodl's _check_NAME() in it), with the GLOBALs as they are then; other
+ * files' before INITIAL (_check_table_thread). The two differ where the block reads a GLOBAL that a
+ * block writes (My_cat.mod: INITIAL sets k, which the tabled FUNCTIONs divide by): such a table is
+ * built at its first call here too (lazy), on the CPU loop (the GPU's tables are built on the host
+ * before each phase). */
+static int table_lazy(parser *p, const block *b, int index) {
+    struct ns_nmodl *m = p->m;
+    if (p->threadsafe || !p->any_verbatim) return 0;
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *v = &m->vars[i];
+        if (v->cls != V_GLOBAL || !assigned_anywhere(m, v->name)) continue;
+        char *seen = nm_calloc(nm_parse_arena, (size_t)m->n_blocks, 1);
+        if (!seen) return -1;
+        seen[index] = 1;
+        if (reads_list(m, b->body, v->name, seen)) {
+            nm_cpu_only(p, b->table->line, "a TABLE whose block reads a GLOBAL that the file assigns (NEURON builds it "
+                                           "at the first call, in a file that is not THREADSAFE)");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* the fields, the GLOBALs, the TABLEs' storage; KINETIC blocks lowered, LINEAR/NONLINEAR unknowns */
 static int finish_layout(parser *p) {
     struct ns_nmodl *m = p->m;
@@ -705,6 +759,8 @@ static int finish_layout(parser *p) {
             const side_scope top = {b->body, NULL};
             if (table_side_list(p, t, b, &top, seen)) return -1;
         }
+        if ((t->lazy = table_lazy(p, b, i)) < 0) return -1;
+        m->lazy_tables |= t->lazy;
         for (int k = 0; k < t->n_names; k++) { /* the columns: an array's every element, as NEURON's */
             const var *v = nm_var(m, t->names[k]);
             const int n = v->size > 0 ? v->size : 1;

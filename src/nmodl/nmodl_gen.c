@@ -391,6 +391,26 @@ void nm_load_copies(gen *g, int what) {
     }
 }
 
+/* Whether e is a compile-time constant: numbers and CONSTANTs (not LOCALs of the same name) under
+ * + - * / and negation; its value in *x. */
+int nm_gen_const(const gen *g, const ex *e, double *x) {
+    double a, b;
+    switch (e->kind) {
+    case EX_NUM: return *x = e->num, 1;
+    case EX_NEG: return nm_gen_const(g, e->a, &a) ? (*x = -a, 1) : 0;
+    case EX_VAR: {
+        if (e->a || e->op == NM_C_NAME || nm_scope_find(g, e->text) >= 0) return 0;
+        const var *v = nm_find_var(g->m, e->text);
+        return v && v->cls == V_CONST ? (*x = v->value, 1) : 0;
+    }
+    case EX_BIN:
+        if (!strchr("+-*/", e->op) || !nm_gen_const(g, e->a, &a) || !nm_gen_const(g, e->b, &b)) return 0;
+        *x = e->op == '+' ? a + b : e->op == '-' ? a - b : e->op == '*' ? a * b : a / b;
+        return 1;
+    default: return 0;
+    }
+}
+
 static void emit_num(gen *g, const ex *e) {
     if (e->text && strpbrk(e->text, ".eE")) nm_put(g->b, "%s", e->text);
     else if (e->text && e->text[0] != '-') nm_put(g->b, "%s.0", e->text);
@@ -492,7 +512,19 @@ void nm_gen_ex(gen *g, const ex *e) {
     }
     case EX_BIN:
         if (e->op == '^') {
-            nm_put(b, "pow(");
+            double k;
+            const int small = nm_gen_const(g, e->b, &k) && (k == 2.0 || k == 3.0 || k == 4.0);
+            nm_put(b, small ? "NSM_POWK(" : "pow("); /* x^2, x^3, x^4: products on the GPU (NSM_POWK) */
+            nm_gen_ex(g, e->a);
+            nm_put(b, ", ");
+            nm_gen_ex(g, e->b);
+            nm_put(b, ")");
+            return;
+        }
+        double c;
+        /* times the reciprocal on the GPU (NSM_DIVC); a constant over a constant is the compilers' */
+        if (e->op == '/' && nm_gen_const(g, e->b, &c) && !nm_gen_const(g, e->a, &c)) {
+            nm_put(b, "NSM_DIVC(");
             nm_gen_ex(g, e->a);
             nm_put(b, ", ");
             nm_gen_ex(g, e->b);

@@ -50,6 +50,7 @@ extern _Thread_local nm_arena *nm_gen_arena;
 void nm_put(buf *b, const char *fmt, ...) NS_PRINTF_LIKE(2, 3);
 int nm_gfail(gen *g, int line, const char *fmt, ...) NS_PRINTF_LIKE(3, 4); /* FILE:LINE: message; -1 */
 int nm_scope_find(const gen *g, const char *name); /* its index in g->scope, -1: not in scope */
+int nm_gen_const(const gen *g, const ex *e, double *x); /* a compile-time constant: its value */
 /* ion variables that are no field (I<k>_), the fields' and ions' pointer parameters and arguments */
 int nm_ion_input(const var *v);
 const char *nm_ion_array(const var *v);

@@ -103,6 +103,8 @@ int nm_emit_callable(gen *g, const block *bl) {
         nm_put(b, "    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;\n");
         nm_put(b, "    const int j_ = (int)xs_;\n    *k_ = j_ * in_ + %d * hi_;\n", t->with);
         nm_put(b, "    *t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);\n}\n\n");
+        if (t->lazy) /* built at the first call on the CPU (the C file defines it; the mechanism is CPU-only) */
+            nm_put(b, "#ifndef __CUDACC__\nstatic int nsm_%s_table_update_(ns_mech_ppack *p, int first);\n#endif\n", g->m->name);
         nm_emit_proto(g, bl, "");
         nm_put(b, " {\n");
         nm_put(b, "    const double *T_ = p->table + %d;\n", t->offset);
@@ -114,6 +116,7 @@ int nm_emit_callable(gen *g, const block *bl) {
         nm_put_call(g, bl->kind == B_FUNCTION ? "f" : "p", bl->name, "_exact");
         nm_put(b, ", A_%s);\n", bl->args[0]);
         if (bl->kind == B_PROCEDURE) nm_put(b, "        return%s;\n    }\n", nm_int_procedure(bl) ? " 0" : "");
+        if (t->lazy) nm_put(b, "#ifndef __CUDACC__\n    if (T_[0] == 0.0) nsm_%s_table_update_(p, 1);\n#endif\n", g->m->name);
         nm_put(b, "    int k_;\n    double t_;\n    nsm_%s_%c_%s_at(p, A_%s, &k_, &t_);\n", g->m->name, kc, bl->name,
             bl->args[0]);
         nm_put(b, "    const int k1_ = k_ + (k_ < %d);\n", t->with);
@@ -180,7 +183,7 @@ static const block *tabled_first(const struct ns_nmodl *m, const stlist *l) {
     if (l->n == 0 || l->s[0]->kind != ST_CALL || l->s[0]->e->op == NM_NETCONS_OP) return NULL;
     const ex *call = l->s[0]->e;
     const block *bl = nm_find_block(m, call->text);
-    if (!bl || bl->kind != B_PROCEDURE || !bl->table || call->n_args != 1 || call->args[0]->kind != EX_VAR ||
+    if (!bl || bl->kind != B_PROCEDURE || !bl->table || bl->table->lazy || call->n_args != 1 || call->args[0]->kind != EX_VAR ||
         strcmp(call->args[0]->text, "v"))
         return NULL;
     return bl;

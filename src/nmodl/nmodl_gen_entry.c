@@ -66,6 +66,18 @@ static void emit_prelude(gen *g) {
            " * same double as the division wherever 2^-960 <= |x| < 2^1013 (Markstein) */\n"
            "NS_MECH_FN double nsm_slope(double x) {\n#ifdef __CUDA_ARCH__\n    const double q = x * 1000.0;\n"
            "    return fma(fma(-q, .001, x), 1000.0, q);\n#else\n    return x / .001;\n#endif\n}\n#endif\n");
+    /* the GPU's arithmetic (docs/mechanisms.md, "The GPU's arithmetic"): a double division there is a
+     * reciprocal's estimate and a dozen dependent operations and pow a logarithm and an exp, so a division
+     * by a compile-time constant is a product by its reciprocal (nvcc folds 1.0 / c) and x^2, x^3, x^4
+     * are products, and NSM_GPU(gpu, host) is a form for each (a cnexp target with its common factors
+     * cancelled on the GPU); the host's C is NEURON's, as written */
+    nm_put(b, "#ifndef NSM_ARITH\n#define NSM_ARITH\n#ifdef __CUDA_ARCH__\n"
+           "static inline __device__ double nsm_powk(double x, double k) {\n"
+           "    const double x2 = x * x;\n    return k == 2.0 ? x2 : k == 3.0 ? x2 * x : x2 * x2;\n}\n"
+           "#define NSM_DIVC(a, c) ((a) * (1.0 / (c)))\n#define NSM_POWK(x, k) nsm_powk((x), (k))\n"
+           "#define NSM_GPU(gpu, host) (gpu)\n#else\n"
+           "#define NSM_DIVC(a, c) ((a) / (c))\n#define NSM_POWK(x, k) pow((x), (k))\n#define NSM_GPU(gpu, host) (host)\n"
+           "#endif\n#endif\n");
     nm_put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
     if (m->n_ftables) /* NEURON's hoc_func_table (functabl.cpp), for FUNCTION_TABLEs */
@@ -473,10 +485,12 @@ static void emit_paths(gen *g, const char *what, const char *ind) {
     nm_put(g->b, "%s    const int b = p->node_begin;\n", ind);
     nm_put(g->b, "%s    q.node_index = NULL; /* known here: ion slots are the nodes */\n", ind);
     /* VERBATIM C runs as written, one instance after the other: no simd */
-    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", g->m->verbatim ? "" : ivdep, ind,
+    /* nor where a lazy TABLE may be built at an instance's call (table_decl.lazy) */
+    const int serial = g->m->verbatim || g->m->lazy_tables;
+    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, b + i);\n", serial ? "" : ivdep, ind,
         name, what);
     nm_put(g->b, "%s} else {\n%s    const int *ni = p->node_index;\n", ind, ind);
-    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point || g->m->verbatim ? "" : ivdep, ind,
+    nm_put(g->b, "%s%s    for (int i = 0; i < n; ++i) nsm_%s_%s_one(&q, i, ni[i]);\n%s}\n", g->m->point || serial ? "" : ivdep, ind,
         name, what, ind);
 }
 
@@ -531,20 +545,25 @@ int nm_emit_c(gen *g) {
     const char *name = m->name;
     g->field_direct = 1; /* a DEPEND on a field reads the first instance's, as before */
     if (m->table_size) {
-        nm_put(b, "static int nsm_%s_table_update(ns_mech_ppack *p) {\n    int rebuilt = 0;\n    const double v_ = 0.0;\n"
-               "    const int i_ = 0, node_ = 0;\n    (void)v_; (void)i_; (void)node_;\n", name);
+        /* first: the call of a lazy table's block (table_decl.lazy), which builds it if not yet built; the
+         * loops' call (0) rebuilds a lazy table only once built, when what it depends on changed */
+        const int lazy = m->lazy_tables;
+        nm_put(b, "static int nsm_%s_table_update%s {\n    int rebuilt = 0;\n    const double v_ = 0.0;\n"
+               "    const int i_ = 0, node_ = 0;\n    (void)v_; (void)i_; (void)node_;%s\n", name,
+               lazy ? "_(ns_mech_ppack *p, int first)" : "(ns_mech_ppack *p)", lazy ? " (void)first;" : "");
         for (int i = 0; i < m->n_blocks; i++) {
             const block *bl = m->blocks[i];
             if (!bl->table) continue;
             const table_decl *t = bl->table;
             nm_put(b, "    if (p->global[%d] != 0.0) {\n        double *T_ = p->table + %d;\n", t->usetable, t->offset);
-            nm_put(b, "        int need = T_[0] == 0.0 || T_[1] != p->celsius");
+            nm_put(b, t->lazy ? "        int need = first ? T_[0] == 0.0 : T_[0] != 0.0 && (T_[1] != p->celsius"
+                              : "        int need = T_[0] == 0.0 || T_[1] != p->celsius");
             for (int k = 0; k < t->n_depend; k++) {
                 nm_put(b, " || T_[%d] != ", 4 + k);
                 g->n_scope = 0;
                 nm_gen_var(g, t->depend[k], NULL);
             }
-            nm_put(b, ";\n        if (need) {\n");
+            nm_put(b, "%s;\n        if (need) {\n", t->lazy ? ")" : "");
             nm_put(b, "            double s_[%d];\n            double *f_[%d];\n", m->n_fields ? m->n_fields : 1,
                 m->n_fields ? m->n_fields : 1);
             int n_ion = 0;
@@ -584,6 +603,9 @@ int nm_emit_c(gen *g) {
             nm_put(b, "            rebuilt = 1;\n        }\n    }\n");
         }
         nm_put(b, "    return rebuilt;\n}\n\n");
+        if (lazy)
+            nm_put(b, "static int nsm_%s_table_update(ns_mech_ppack *p) {\n    return nsm_%s_table_update_(p, 0);\n}\n\n",
+                   name, name);
     }
     g->field_direct = 0;
     /* the loops: flattened (every call inlined, so that nothing stops the

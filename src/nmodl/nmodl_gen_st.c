@@ -39,7 +39,53 @@ int nm_collect_states(const stlist *l, char ***order, int *n) {
 
 
 
-/* cnexp's target of x' = a x + c(x = 0): -c/a, nocmodl's form */
+/* The GPU's target -c/a with the factors and denominators that c and a share cancelled (Ca_LVAst's
+ * -((inf qt) / tau) / ((-1 qt) / tau) is inf; NaTa_t's -(qt alpha) / (qt (-rate)) is alpha / rate) and
+ * a = +-1 / D a product by D (CaDynamics_E2's -c / -(1 / decay) is c decay), written
+ * as NSM_GPU(its form, the host's) where any cancel; 0 where none does (docs/mechanisms.md, "The GPU's
+ * arithmetic") */
+static int emit_gpu_target(gen *g, const ex *a, const ex *c) {
+    int cancelled = 0, neg = -1; /* the target is neg * c / a */
+    for (int more = 1; more;) {
+        more = 0;
+        if (a->kind == EX_NEG) a = a->a, neg = -neg, more = 1;
+        else if (c->kind == EX_NEG) c = c->a, neg = -neg, more = 1;
+        else if (a->kind == EX_BIN && c->kind == EX_BIN && a->op == c->op && (a->op == '/' || a->op == '*')) {
+            if (nm_sym_same(a->b, c->b)) a = a->a, c = c->a, more = cancelled = 1;
+            else if (a->op == '*' && nm_sym_same(a->a, c->a)) a = a->b, c = c->b, more = cancelled = 1;
+        }
+    }
+    const ex *times = NULL; /* a = +-1 / D: the target is a product by D */
+    if (a->kind == EX_BIN && a->op == '/' && (nm_sym_is_num(a->a, 1) || nm_sym_minus_one(a->a))) {
+        if (nm_sym_minus_one(a->a)) neg = -neg;
+        times = a->b;
+    }
+    if (!cancelled && !times) return 0;
+    buf *b = g->b;
+    double k;
+    nm_put(b, "NSM_GPU(");
+    if (times) {
+        nm_put(b, neg < 0 ? "(-(" : "((");
+        nm_gen_ex(g, c);
+        nm_put(b, ") * ");
+        nm_gen_ex(g, times);
+        nm_put(b, ")");
+    } else if (nm_sym_is_num(a, 1) || nm_sym_minus_one(a)) {
+        nm_put(b, nm_sym_minus_one(a) == (neg < 0) ? "(" : "(-(");
+        nm_gen_ex(g, c);
+        nm_put(b, nm_sym_minus_one(a) == (neg < 0) ? ")" : "))");
+    } else {
+        nm_put(b, nm_gen_const(g, a, &k) ? "NSM_DIVC(%s(" : "(%s(", neg < 0 ? "-" : "");
+        nm_gen_ex(g, c);
+        nm_put(b, nm_gen_const(g, a, &k) ? "), " : ") / ");
+        nm_gen_ex(g, a);
+        nm_put(b, ")");
+    }
+    nm_put(b, ", ");
+    return 1;
+}
+
+/* cnexp's target of x' = a x + c(x = 0): -c/a, nocmodl's form (on the GPU emit_gpu_target's) */
 static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
     buf *b = g->b;
     if (c->kind == EX_BIN && c->op == '/' && a->kind == EX_BIN && a->op == '/' && nm_sym_minus_one(a->a) &&
@@ -51,11 +97,12 @@ static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
         nm_gen_ex(g, c->a);
         nm_put(b, ")");
     } else {
+        const int gpu = emit_gpu_target(g, a, c);
         nm_put(b, "-(");
         nm_gen_ex(g, c);
         nm_put(b, ") / (");
         nm_gen_ex(g, a);
-        nm_put(b, ")");
+        nm_put(b, gpu ? "))" : ")");
     }
 }
 

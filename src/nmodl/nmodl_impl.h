@@ -120,6 +120,8 @@ typedef struct table_decl {
     int offset;          /* into ppack.table */
     int usetable;        /* the GLOBAL usetable_NAME: index into ppack.global */
     int line;            /* of the TABLE statement */
+    int lazy;            /* built at the first call, as NEURON builds the table of a file that is not THREADSAFE:
+                            its block reads a GLOBAL that a block writes (My_cat.mod: k, set by INITIAL) */
 } table_decl;
 
 enum { B_FUNCTION, B_PROCEDURE, B_DERIVATIVE, B_KINETIC };
@@ -241,6 +243,7 @@ struct ns_nmodl {
                                    nmodl_cuda_verbatim.c) */
     int cuda_may_fail;   /* device C calls hoc_execerror, hoc_execerr_ext, exit or abort (ns_mech_desc.cuda_errors) */
     int threadsafe;      /* the NEURON block says THREADSAFE */
+    int lazy_tables;     /* a TABLE is lazy (table_decl.lazy) */
     const char *thread_unsafe; /* NULL, or FILE:LINE and why not (static C state; nm_verbatim_check) */
     /* LONGITUDINAL_DIFFUSION (nm_kinetic_lower): one entry per diffusing STATE element, in NEURON's
      * order (the statements', each array's elements ascending): its field, the flux coefficient (the
@@ -271,12 +274,12 @@ static inline int nm_hook_on_device(const struct ns_nmodl *m, int h) {
 }
 
 /* A mechanism without CUDA entry points: FOR_NETCONS, VERBATIM C that is
- * not device C (m->verbatim_gpu_why), LONGITUDINAL_DIFFUSION (m->gpu_why says
- * where); per-connection state, NET_RECEIVE's INITIAL, self events,
+ * not device C (m->verbatim_gpu_why), LONGITUDINAL_DIFFUSION, a TABLE built at
+ * its first call (table_decl.lazy; m->gpu_why says where); per-connection state, NET_RECEIVE's INITIAL, self events,
  * net_event, net_move, WATCH, ARTIFICIAL_CELL, the BEFORE/AFTER blocks,
  * CONSTRUCTOR and DESTRUCTOR have them */
 static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
-    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || m->n_ldifus;
+    return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || m->n_ldifus || m->lazy_tables;
 }
 
 static inline int nm_fused_member(const struct ns_nmodl *m) {

@@ -137,6 +137,7 @@ int nm_lex(parser *p, const char *s, int file) {
                 continue;
             }
             if (len == 8 && !strncmp(s + b, "VERBATIM", 8)) {
+                p->any_verbatim = 1;
                 /* empty: nothing; only `return 0;` (ST_RETURN), what most real files' blocks
                  * hold; other C: T_VERBATIM, compiled as written (nmodl_verbatim.c) */
                 const char *e = strstr(s + i, "ENDVERBATIM");

@@ -47,6 +47,7 @@ typedef struct parser {
     int *scope_size; /* check_list's scope: per name 0 (a scalar), the size of an array, -1 (FROM's integer) */
     int cap_scope_size;
     int threadsafe; /* the NEURON block says THREADSAFE */
+    int any_verbatim; /* a VERBATIM block, empty ones too (nocmodl: "not thread safe" without THREADSAFE) */
     int in_hook;    /* check_list is in a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR */
     const stlist *vbody; /* check_list's block: names its VERBATIM C declares are C's (nm_verbatim_declares) */
 } parser;

@@ -59,6 +59,27 @@ typedef struct tcase {
     const char *probe;           /* or compare this field of the last mechanism (one without a current) */
 } tcase;
 
+/* Shared cases: each BBP channel alone with pas under two clamps, and the L5 soma (all eleven BBP
+ * mechanisms of the Hay model's soma) over tstop ms */
+#define NMODL_CHAN(n, g, val)                                                                                \
+    {n, 34, -70, 120, {"pas", n}, {{"pas", "g", 1e-4}, {"pas", "e", -70}, {n, g, val}},                      \
+     {{10, 40, 0.15}, {60, 40, -0.15}}, {{0}}, 50, -85, 120, 0}
+#define NMODL_BBP_CHANNELS                                                                                   \
+    NMODL_CHAN("NaTs2_t", "gNaTs2_tbar", 0.01), NMODL_CHAN("NaTa_t", "gNaTa_tbar", 0.01),                      \
+        NMODL_CHAN("Nap_Et2", "gNap_Et2bar", 0.001), NMODL_CHAN("K_Pst", "gK_Pstbar", 0.01),                   \
+        NMODL_CHAN("K_Tst", "gK_Tstbar", 0.01), NMODL_CHAN("SKv3_1", "gSKv3_1bar", 0.01),                      \
+        NMODL_CHAN("Im", "gImbar", 0.001), NMODL_CHAN("Ih", "gIhbar", 0.001),                                  \
+        NMODL_CHAN("Ca_HVA", "gCa_HVAbar", 0.001), NMODL_CHAN("Ca_LVAst", "gCa_LVAstbar", 0.001)
+#define NMODL_L5SOMA(tstop)                                                                                  \
+    {"L5soma", 34, -80, tstop,                                                                               \
+     {"pas", "CaDynamics_E2", "Ca_HVA", "Ca_LVAst", "Ih", "K_Pst", "K_Tst", "NaTs2_t", "Nap_Et2", "SK_E2", "SKv3_1"}, \
+     {{"NaTs2_t", "gNaTs2_tbar", 0.983955}, {"SKv3_1", "gSKv3_1bar", 0.303472}, {"SK_E2", "gSK_E2bar", 0.008407}, \
+      {"K_Tst", "gK_Tstbar", 0.0812}, {"K_Pst", "gK_Pstbar", 0.00223}, {"Nap_Et2", "gNap_Et2bar", 0.00172},   \
+      {"Ih", "gIhbar", 0.0002}, {"Ca_HVA", "gCa_HVAbar", 0.000994}, {"Ca_LVAst", "gCa_LVAstbar", 0.000333},   \
+      {"CaDynamics_E2", "gamma", 0.000609}, {"CaDynamics_E2", "decay", 210.485284}, {"pas", "g", 3.38e-5},   \
+      {"pas", "e", -90}},                                                                                     \
+     {{20, 200, 0.25}}, {{0}}, 50, -85, 0, 1}
+
 static const ns_mech_desc *find(ns_mech_library_t *const *libs, int n_libs, const char *name) {
     for (int l = 0; l < n_libs; ++l)
         for (int k = 0; k < ns_mech_library_count(libs[l]); ++k)

@@ -213,14 +213,7 @@ static const tcase CASES[] = {
       {"CaDynamics_E2", "decay", 200}},
      {{10, 80, 0.2}}, {{0}}, 50, -85, 0, 1},
     /* test_nmodl_neuron.c's L5soma (all eleven BBP mechanisms of the soma) */
-    {"L5soma", 34, -80, 100,
-     {"pas", "CaDynamics_E2", "Ca_HVA", "Ca_LVAst", "Ih", "K_Pst", "K_Tst", "NaTs2_t", "Nap_Et2", "SK_E2", "SKv3_1"},
-     {{"NaTs2_t", "gNaTs2_tbar", 0.983955}, {"SKv3_1", "gSKv3_1bar", 0.303472}, {"SK_E2", "gSK_E2bar", 0.008407},
-      {"K_Tst", "gK_Tstbar", 0.0812}, {"K_Pst", "gK_Pstbar", 0.00223}, {"Nap_Et2", "gNap_Et2bar", 0.00172},
-      {"Ih", "gIhbar", 0.0002}, {"Ca_HVA", "gCa_HVAbar", 0.000994}, {"Ca_LVAst", "gCa_LVAstbar", 0.000333},
-      {"CaDynamics_E2", "gamma", 0.000609}, {"CaDynamics_E2", "decay", 210.485284}, {"pas", "g", 3.38e-5},
-      {"pas", "e", -90}},
-     {{20, 200, 0.25}}, {{0}}, 50, -85, 0, 1},
+    NMODL_L5SOMA(100),
 };
 
 /* ------------------------------------------------ 2. an ion of its own */

@@ -30,3 +30,7 @@ endif()
 # matrix_skip, .ci/run): its translator runs there in test_nmodl, test_sim_nmodl_neuron and
 # the CLI's tests; make test and the sanitizer build run it.
 set_tests_properties(test_nmodl_neuron PROPERTIES LABELS matrix_skip)
+
+# test_nmodl_gpu_forms: BBP's and NEURON's mechanisms built a second time with the device's forms
+# of the generated arithmetic, on the host (a minute of compiling on 2 cores): "large".
+set_tests_properties(test_nmodl_gpu_forms PROPERTIES LABELS large)

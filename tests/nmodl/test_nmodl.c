@@ -282,7 +282,27 @@ static void thread_safety(void) {
         }
 }
 
+/* A TABLE'd FUNCTION that reads a GLOBAL that INITIAL sets, in a file with VERBATIM and without THREADSAFE
+ * (nocmodl: not thread safe; test/tablazy.mod against NEURON in test_nmodl_neuron): built at its first
+ * call, on the CPU loop only (cuda_why_not names the TABLE); THREADSAFE, or no VERBATIM: before INITIAL */
+static void table_lazy(void) {
+    static const char *fmt = "NEURON { SUFFIX tl %s }\nPARAMETER { k }\nASSIGNED { v x }\nINITIAL { k = 2\n x = f(v) }\n"
+                             "BREAKPOINT { x = f(v)\n g() }\nFUNCTION f(v) {\n TABLE FROM -1 TO 1 WITH 4\n f = v / k\n}\n"
+                             "PROCEDURE g() {\n%s}\n";
+    static const char *vb = "VERBATIM\nreturn 0;\nENDVERBATIM\n";
+    char mod[400];
+    for (int c = 0; c < 3; c++) {
+        snprintf(mod, sizeof mod, fmt, c == 1 ? "THREADSAFE" : "", c == 2 ? "" : vb);
+        const char *h = emit(mod, NS_NMODL_HEADER);
+        const int lazy = strstr(h, "if (T_[0] == 0.0) nsm_tl_table_update_(p, 1);") != NULL;
+        CHECK_MSG(lazy == (c == 0), "case %d: the table built at the first call %d", c, lazy);
+        const char *why = strstr(emit(mod, NS_NMODL_C), "t.mod:9: a TABLE whose block reads a GLOBAL");
+        CHECK_MSG((why != NULL) == (c == 0), "case %d: cuda_why_not names the TABLE", c);
+    }
+}
+
 int main(void) {
+    table_lazy();
     all_files(MECH_DIR "/neuron");
     all_files(MECH_DIR "/bbp");
     all_files(MECH_DIR "/test");
@@ -342,7 +362,7 @@ int main(void) {
               strstr(hh, "(*F12_) = y_[1 * s_];") &&
               strstr(hh, "nsm_hh_p_rates_set(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
                          "F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, y_, s_);"));
-        CHECK(strstr(hh, "q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));"));
+        CHECK(strstr(hh, "q10 = pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0));")); /* x / 10 on the host, x * 0.1 on the GPU */
         ns_nmodl_free(text);
         ns_nmodl_destroy(m);
     }
@@ -379,7 +399,9 @@ int main(void) {
     c = emit("NEURON { SUFFIX k4 }\nPARAMETER { a = 1 b = 2 }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { s' = (a - 2*s)/b }\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "*t0_ = -((p->global[0] / p->global[1])) / (((-2.0) / p->global[1]));"));
+    /* the host's -c/a as nocmodl's; the GPU's with the common denominator and the signs cancelled: a / 2 */
+    CHECK(strstr(c, "*t0_ = NSM_GPU(NSM_DIVC((p->global[0]), 2.0), -((p->global[0] / p->global[1])) / "
+                    "(((-2.0) / p->global[1])));"));
     /* an equation reading a state that an earlier one updates: in place, in order (cnexp) */
     c = emit("NEURON { SUFFIX k5 }\nSTATE { x y }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
              "DERIVATIVE d { x' = -x\n y' = x - y }\n",
@@ -716,7 +738,7 @@ int main(void) {
     /* NMODL's language (issue 39): the generated forms */
     c = emit("NEURON { SUFFIX neg RANGE x }\nCONSTANT { k = -6 }\nASSIGNED { x }\n"
              "BREAKPOINT { x = v / -k + 0.001 (mV) * v }\n", NS_NMODL_HEADER);
-    CHECK(strstr(c, "(*F0_) = ((v_ / (-(-6))) + (0.001 * v_));") && !strstr(c, "--")); /* not C's decrement */
+    CHECK(strstr(c, "(*F0_) = (NSM_DIVC(v_, (-(-6))) + (0.001 * v_));") && !strstr(c, "--")); /* not C's decrement */
     c = emit("NEURON { SUFFIX pf RANGE x }\nASSIGNED { x }\nBREAKPOINT { x = 1\n printf(\"x %g\\n\", x)\n"
              " printf(\"%s %g\\n\", \"pf.mod $Id$\", x) }\n", NS_NMODL_HEADER);
     CHECK(strstr(c, "#include <stdio.h>") &&

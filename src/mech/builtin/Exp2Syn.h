@@ -36,6 +36,22 @@ NS_MECH_FN double nsm_slope(double x) {
 #endif
 }
 #endif
+#ifndef NSM_ARITH
+#define NSM_ARITH
+#ifdef __CUDA_ARCH__
+static inline __device__ double nsm_powk(double x, double k) {
+    const double x2 = x * x;
+    return k == 2.0 ? x2 : k == 3.0 ? x2 * x : x2 * x2;
+}
+#define NSM_DIVC(a, c) ((a) * (1.0 / (c)))
+#define NSM_POWK(x, k) nsm_powk((x), (k))
+#define NSM_GPU(gpu, host) (gpu)
+#else
+#define NSM_DIVC(a, c) ((a) / (c))
+#define NSM_POWK(x, k) pow((x), (k))
+#define NSM_GPU(gpu, host) (host)
+#endif
+#endif
 #ifndef NSM_EXPRELR
 #define NSM_EXPRELR
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */
@@ -54,9 +70,9 @@ NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / ex
 NS_MECH_FN void nsm_Exp2Syn_d_state_pre(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_, double v_, double *a0_, double *t0_, double *a1_, double *t1_) {
     (void)p; (void)i_; (void)node_; (void)v_;
     const double x0_ = (*F0_);
-    *t0_ = -(0.0) / (((-1.0) / (*F0_)));
+    *t0_ = NSM_GPU(((0.0) * (*F0_)), -(0.0) / (((-1.0) / (*F0_))));
     const double x1_ = (*F1_);
-    *t1_ = -(0.0) / (((-1.0) / (*F1_)));
+    *t1_ = NSM_GPU(((0.0) * (*F1_)), -(0.0) / (((-1.0) / (*F1_))));
     const double d_ = (p->dt * (-1.0)) / (x0_ * x1_);
     *a0_ = d_ * (x1_);
     *a1_ = d_ * (x0_);

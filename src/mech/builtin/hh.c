@@ -369,7 +369,7 @@ NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_
     nsd_hh_L1 L_beta = nsd_hh_L1_c(0.0);
     nsd_hh_L1 L_sum = nsd_hh_L1_c(0.0);
     nsd_hh_L1 L_q10 = nsd_hh_L1_c(0.0);
-    L_q10 = nsd_hh_L1_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_q10 = nsd_hh_L1_c(pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0)));
     L_alpha = nsd_hh_L1_mul_l(.1, nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 40.0)), nsd_hh_L1_c(10.0)));
     L_beta = nsd_hh_L1_mul_l(4.0, nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 65.0)), 18.0)));
     L_sum = nsd_hh_L1_add(L_alpha, L_beta);
@@ -595,7 +595,7 @@ NSD_hh_L10_FN void nsd_hh_L10_p_rates_exact(ns_mech_ppack *p, nsd_hh_L10 *F0_, n
     nsd_hh_L10 L_beta = nsd_hh_L10_c(0.0);
     nsd_hh_L10 L_sum = nsd_hh_L10_c(0.0);
     nsd_hh_L10 L_q10 = nsd_hh_L10_c(0.0);
-    L_q10 = nsd_hh_L10_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_q10 = nsd_hh_L10_c(pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0)));
     L_alpha = nsd_hh_L10_mul_l(.1, nsd_hh_L10_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 40.0)), nsd_hh_L10_c(10.0)));
     L_beta = nsd_hh_L10_mul_l(4.0, nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 65.0)), 18.0)));
     L_sum = nsd_hh_L10_add(L_alpha, L_beta);
@@ -821,7 +821,7 @@ NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_
     nsd_hh_L4 L_beta = nsd_hh_L4_c(0.0);
     nsd_hh_L4 L_sum = nsd_hh_L4_c(0.0);
     nsd_hh_L4 L_q10 = nsd_hh_L4_c(0.0);
-    L_q10 = nsd_hh_L4_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_q10 = nsd_hh_L4_c(pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0)));
     L_alpha = nsd_hh_L4_mul_l(.1, nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 40.0)), nsd_hh_L4_c(10.0)));
     L_beta = nsd_hh_L4_mul_l(4.0, nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 65.0)), 18.0)));
     L_sum = nsd_hh_L4_add(L_alpha, L_beta);
@@ -1047,7 +1047,7 @@ NSD_hh_L8_FN void nsd_hh_L8_p_rates_exact(ns_mech_ppack *p, nsd_hh_L8 *F0_, nsd_
     nsd_hh_L8 L_beta = nsd_hh_L8_c(0.0);
     nsd_hh_L8 L_sum = nsd_hh_L8_c(0.0);
     nsd_hh_L8 L_q10 = nsd_hh_L8_c(0.0);
-    L_q10 = nsd_hh_L8_c(pow(3.0, ((p->celsius - 6.3) / 10.0)));
+    L_q10 = nsd_hh_L8_c(pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0)));
     L_alpha = nsd_hh_L8_mul_l(.1, nsd_hh_L8_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 40.0)), nsd_hh_L8_c(10.0)));
     L_beta = nsd_hh_L8_mul_l(4.0, nsd_hh_L8_exp(nsd_hh_L8_div_r(nsd_hh_L8_neg(nsd_hh_L8_add_r(A_v, 65.0)), 18.0)));
     L_sum = nsd_hh_L8_add(L_alpha, L_beta);

@@ -36,6 +36,22 @@ NS_MECH_FN double nsm_slope(double x) {
 #endif
 }
 #endif
+#ifndef NSM_ARITH
+#define NSM_ARITH
+#ifdef __CUDA_ARCH__
+static inline __device__ double nsm_powk(double x, double k) {
+    const double x2 = x * x;
+    return k == 2.0 ? x2 : k == 3.0 ? x2 * x : x2 * x2;
+}
+#define NSM_DIVC(a, c) ((a) * (1.0 / (c)))
+#define NSM_POWK(x, k) nsm_powk((x), (k))
+#define NSM_GPU(gpu, host) (gpu)
+#else
+#define NSM_DIVC(a, c) ((a) / (c))
+#define NSM_POWK(x, k) pow((x), (k))
+#define NSM_GPU(gpu, host) (host)
+#endif
+#endif
 #ifndef NSM_EXPRELR
 #define NSM_EXPRELR
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */
@@ -59,19 +75,19 @@ NS_MECH_FN void nsm_hh_p_rates_exact(ns_mech_ppack *p, double *F0_, double *F1_,
     double L_beta = 0.0;
     double L_sum = 0.0;
     double L_q10 = 0.0;
-    L_q10 = pow(3.0, ((p->celsius - 6.3) / 10.0));
+    L_q10 = pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0));
     L_alpha = (.1 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, (-(A_v + 40.0)), 10.0));
-    L_beta = (4.0 * nsm_exp(((-(A_v + 65.0)) / 18.0)));
+    L_beta = (4.0 * nsm_exp(NSM_DIVC((-(A_v + 65.0)), 18.0)));
     L_sum = (L_alpha + L_beta);
     (*F12_) = (1.0 / (L_q10 * L_sum));
     (*F9_) = (L_alpha / L_sum);
-    L_alpha = (.07 * nsm_exp(((-(A_v + 65.0)) / 20.0)));
-    L_beta = (1.0 / (nsm_exp(((-(A_v + 35.0)) / 10.0)) + 1.0));
+    L_alpha = (.07 * nsm_exp(NSM_DIVC((-(A_v + 65.0)), 20.0)));
+    L_beta = (1.0 / (nsm_exp(NSM_DIVC((-(A_v + 35.0)), 10.0)) + 1.0));
     L_sum = (L_alpha + L_beta);
     (*F13_) = (1.0 / (L_q10 * L_sum));
     (*F10_) = (L_alpha / L_sum);
     L_alpha = (.01 * nsm_hh_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_, (-(A_v + 55.0)), 10.0));
-    L_beta = (.125 * nsm_exp(((-(A_v + 65.0)) / 80.0)));
+    L_beta = (.125 * nsm_exp(NSM_DIVC((-(A_v + 65.0)), 80.0)));
     L_sum = (L_alpha + L_beta);
     (*F14_) = (1.0 / (L_q10 * L_sum));
     (*F11_) = (L_alpha / L_sum);
@@ -170,7 +186,7 @@ NS_MECH_FN double nsm_hh_f_vtrap(ns_mech_ppack *p, double *F0_, double *F1_, dou
     (void)p; (void)p; (void)i_; (void)node_; (void)v_;
     double ret_ = 0.0;
     if (((double)(fabs((A_x / A_y)) < 1e-6))) {
-        ret_ = (A_y * (1.0 - ((A_x / A_y) / 2.0)));
+        ret_ = (A_y * (1.0 - NSM_DIVC((A_x / A_y), 2.0)));
     } else {
         ret_ = (A_x / (nsm_exp((A_x / A_y)) - 1.0));
     }

@@ -36,6 +36,22 @@ NS_MECH_FN double nsm_slope(double x) {
 #endif
 }
 #endif
+#ifndef NSM_ARITH
+#define NSM_ARITH
+#ifdef __CUDA_ARCH__
+static inline __device__ double nsm_powk(double x, double k) {
+    const double x2 = x * x;
+    return k == 2.0 ? x2 : k == 3.0 ? x2 * x : x2 * x2;
+}
+#define NSM_DIVC(a, c) ((a) * (1.0 / (c)))
+#define NSM_POWK(x, k) nsm_powk((x), (k))
+#define NSM_GPU(gpu, host) (gpu)
+#else
+#define NSM_DIVC(a, c) ((a) / (c))
+#define NSM_POWK(x, k) pow((x), (k))
+#define NSM_GPU(gpu, host) (host)
+#endif
+#endif
 #ifndef NSM_EXPRELR
 #define NSM_EXPRELR
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */

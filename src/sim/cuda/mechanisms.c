@@ -12,7 +12,7 @@
  * arrays over its instances), the node indexes, the globals and TABLE
  * storage (built on the host by table_update, copied); per ion used: e, ci,
  * co, i, didv over the group's nodes. One step (gpu_advance):
- *   rhs = d = 0, ions' i = didv = 0 (memsets)
+ *   rhs = d = 0, ions' i = 0 (memsets; didv is not kept on the GPU: nothing reads it)
  *   current() of each mechanism in type order (the launchers, t + dt/2)
  *   the tree loop's step (IClamp, capacitance, axial terms, solve, v)
  *   state() of each mechanism (t + dt), Nernst after a writer.
@@ -303,8 +303,8 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
             double *base = g->ion + (size_t)5 * (size_t)model->mechs[k].ion[j] * (size_t)g->nodes;
             const size_t z = (size_t)g->nodes;
             const int keep = model->ions[model->mechs[k].ion[j]].read_i; /* else no one reads i: NULL */
-            views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, keep ? base + 3 * z : NULL,
-                                          keep ? base + 4 * z : NULL, NULL};
+            /* didv NULL: nothing reads it (no mechanism, no model variable), so no launch writes it */
+            views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, keep ? base + 3 * z : NULL, NULL, NULL};
         }
         if (st == NS_OK)
             st = alloc_up(gm, (void **)&ions_d, views, (size_t)desc->n_ions * sizeof(ns_mech_ion_view));
@@ -584,7 +584,7 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
     if ((st = nernst_of(sim, g, NULL, stream)) != NS_OK) return st;
     if ((st = model_initial(sim, g, stream)) != NS_OK) return st;
     /* finitialize's currents where a mechanism writes a reversal potential
-     * (WRITE ena), into scratch rhs and d, then the ions' i and didv zeroed
+     * (WRITE ena), into scratch rhs and d, then the ions' i zeroed
      * again: as the CPU loop (ns_model_block_init) */
     double *scratch = NULL;
     for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
@@ -606,7 +606,7 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         st = launched(desc->cuda_current(&q, stream), "BREAKPOINT", desc->name);
     }
     for (int32_t j = 0; scratch && st == NS_OK && j < model->n_ions; ++j)
-        if (cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0, 2 * (size_t)g->nodes * sizeof(double),
+        if (cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0, (size_t)g->nodes * sizeof(double),
                             stream) != cudaSuccess)
             st = ns_fail(NS_ERR_CUDA, "simulation: ion currents");
     /* finitialize's setup_tree_matrix runs BEFORE BREAKPOINT; BEFORE STEP is its last */
@@ -634,7 +634,7 @@ ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, 
     for (int32_t j = 0; j < model->n_ions; ++j)
         if (model->ions[j].read_i)
             NS_CUDA_TRY(cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0,
-                                    2 * (size_t)g->nodes * sizeof(double), stream));
+                                    (size_t)g->nodes * sizeof(double), stream));
     /* the synapses' types merged in by NEURON's type order, as the CPU loop
      * (sim/cpu/step.c, model_pass): each after the mechanisms before IClamp */
     int32_t slot = 0;

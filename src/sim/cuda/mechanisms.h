@@ -36,7 +36,7 @@ void ns_gpu_model_arrays(const gpu_model *g, int32_t k, ns_gpu_mech_arrays *out)
 /* NEURON's finitialize of the mechanisms (v already v_init on the device). */
 ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                             int64_t cells, cudaStream_t stream);
-/* rhs = d = 0, ions' i = didv = 0, then every mechanism's current at t. */
+/* rhs = d = 0, ions' i = 0 (didv is not kept), then every mechanism's current at t. */
 ns_status ns_gpu_model_currents(const ns_sim_t *sim, gpu_model *g, double *rhs, double *d, double t,
                                 cudaStream_t stream);
 /* Every mechanism's state at t (Nernst after a concentration writer). */

@@ -414,8 +414,7 @@ static ns_status point_ions(const gpu_model *g, const ns_mech_desc *d, ns_mech_i
         double *base = g->ion + (size_t)5 * (size_t)ion * (size_t)g->nodes;
         const size_t z = (size_t)g->nodes;
         const int keep = model->ions[ion].read_i;
-        views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, keep ? base + 3 * z : NULL,
-                                      keep ? base + 4 * z : NULL, NULL};
+        views[j] = (ns_mech_ion_view){base, base + z, base + 2 * z, keep ? base + 3 * z : NULL, NULL, NULL};
     }
     return NS_OK;
 }

@@ -166,7 +166,8 @@ __device__ __forceinline__ unsigned update_cells(const ns_sim_onchip_model &M, c
 // The step's recorded sites (cells that faulted this step record nothing, as on the CPU) and the
 // LFP's sample (sim_impl.h) of the warp's live cells: each position's membrane current,
 // Kirchhoff's axial inflow at the new v (snap_g: the conductance to the parent) and the clamps
-// on at the step's midpoint tm, in the order added, into its column of the sample's row.
+// on at the step's midpoint tm, in the order added, into its column of the sample's row (stored
+// evict-first in L2, as in sim/cuda/tree.cu's lfp_sample).
 __device__ __forceinline__ void record_cells(const ns_sim_gpu_group &g, const ns_sim_gpu_run &r, double *wbase,
                                              int cs, int n, int nc, long long c0, unsigned alive, int lane,
                                              long long step, const int32_t *spar, const int32_t *schild_begin,
@@ -199,7 +200,7 @@ __device__ __forceinline__ void record_cells(const ns_sim_gpu_group &g, const ns
             for (long long q = g.stim_begin[j]; q < g.stim_begin[j + 1]; ++q)
                 if (g.stim_node[q] == p && tm < g.stim_del[q] + g.stim_dur[q] && tm >= g.stim_del[q])
                     im += g.stim_amp[q];
-            row[cc] = im;
+            __stcs(row + cc, im);
         }
     }
 }

@@ -21,8 +21,9 @@
 //      child, i.e. in increasing child order after the parent's own)
 //   -  the tree solve (ns_contract_sweeps)
 //   D  per node: v += x, the fault check, hh's states (FUSED)
-//   S  a step the LFP samples: per node its membrane current, then per
-//      cell the clamps (lfp_sample)
+//   S  a step the LFP samples: per node its inflow from its parent (in
+//      rhs), per node its membrane current, then per cell the clamps
+//      (lfp_sample)
 //   E  per cell: spike detection and recording
 // A model of built-in density mechanisms runs fused (FUSED, sim/cuda/fused.h):
 // the generated per-instance functions of pas in phase A, hh's current in
@@ -260,35 +261,40 @@ __device__ __forceinline__ void record_cell(const Team &tm, const ns_sim_tree &t
 }
 
 // The LFP's sample (sim_impl.h's snap) after the step's update, v final in every node of the team:
-// each node's membrane current, Kirchhoff's axial inflow at the new v (snap_g: each position's
-// conductance to its parent), into its column of the sample's row (none without a membrane);
-// after a barrier, each cell's thread adds its clamps on at the step's midpoint, in the order
-// added (lfp.c's CPU currents, in the same order per node).
+// each node's membrane current, Kirchhoff's axial inflow at the new v, into its column of the
+// sample's row (none without a membrane). Two passes, so that no node waits on a chain of loads
+// from memory (its column, then its conductance, then each child's): first each node's inflow
+// from its parent, g_i (v_parent - v_i) (snap_g: each position's conductance to its parent), into
+// s (the step's rhs, free from phase D's barrier to the next phase A); after a barrier, each
+// node's s less its children's s. Then, after a barrier, each cell's thread adds its clamps on at
+// the step's midpoint, in the order added (lfp.c's CPU currents, in the same order per node). The
+// currents are stored evict-first in L2 (__stcs): only the next reduction reads them, and the
+// step's own state stays in L2.
 template <class Team>
 __device__ __forceinline__ void lfp_sample(const Team &tm, const ns_sim_tree &t, const ns_sim_gpu_group &g,
-                                           double *row, int64_t base, int32_t N, const double *v,
+                                           double *row, int64_t base, int32_t N, const double *v, double *s,
                                            const int32_t *parent, const int32_t *cb, int32_t tid, int32_t nt,
                                            bool own, int32_t c, int64_t cell_base, double tm_half) {
     const int32_t *col = g.snap_col + base;
     const double *gp = g.snap_g + base;
     for (int32_t i = tid; i < N; i += nt) {
-        const int32_t cc = col[i];
-        if (cc < 0) continue;
-        const double vi = tm.ld(v + i);
         const int32_t pi = parent[i];
-        double im = pi >= 0 ? gp[i] * (tm.ld(v + pi) - vi) : 0.0;
-        for (int32_t q = cb[i]; q < cb[i + 1]; ++q) {
-            const int32_t ch = t.child[q];  // group-local
-            im -= gp[ch] * (vi - tm.ld(v + ch));
-        }
-        row[cc] = im;
+        s[i] = pi >= 0 ? gp[i] * (tm.ld(v + pi) - tm.ld(v + i)) : 0.0;
     }
     tm.sync();
+    for (int32_t i = tid; i < N; i += nt) {
+        const int32_t cc = col[i];
+        if (cc < 0) continue;
+        double im = tm.ld(s + i);
+        for (int32_t q = cb[i]; q < cb[i + 1]; ++q) im -= tm.ld(s + t.child[q]);  // group-local
+        __stcs(row + cc, im);
+    }
+    tm.sync();  // s read, before the next phase A writes rhs; the currents written, before the clamps
     if (!own) return;
-    for (int64_t s = g.stim_begin[c]; s < g.stim_begin[c + 1]; ++s) {
-        const int32_t cc = col[cell_base + g.stim_node[s]];
-        if (cc >= 0 && tm_half < g.stim_del[s] + g.stim_dur[s] && tm_half >= g.stim_del[s])
-            row[cc] = tm.ld(row + cc) + g.stim_amp[s];
+    for (int64_t q = g.stim_begin[c]; q < g.stim_begin[c + 1]; ++q) {
+        const int32_t cc = col[cell_base + g.stim_node[q]];
+        if (cc >= 0 && tm_half < g.stim_del[q] + g.stim_dur[q] && tm_half >= g.stim_del[q])
+            row[cc] = tm.ld(row + cc) + g.stim_amp[q];
     }
 }
 
@@ -463,8 +469,8 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         }
         // the LFP's sample (sim_impl.h), the same decision in every thread
         if (g.snap && step % r.snap_every == 0)
-            lfp_sample(tm, t, g, g.snap + (step / r.snap_every - r.snap_first) * r.snap_ld, base, N, v, parent, cb, tid,
-                       nt, own, c, cell_base, tm_half);
+            lfp_sample(tm, t, g, g.snap + (step / r.snap_every - r.snap_first) * r.snap_ld, base, N, v, rhs, parent, cb,
+                       tid, nt, own, c, cell_base, tm_half);
         // E: spikes and recording, one thread per cell
         if (own) record_cell(tm, t, g, r, c, v, cell_base, step, tp, v_old, tcur, spikes);
         // NET: the synapses' states, then the detectors
