@@ -708,7 +708,7 @@ int main(void) {
     } SLOPES[] = {
         {"x = v - e\n i = 2*(g*x) + 1", "double g_ = (2.0 * (*F0_));"},        /* chain rule, offset */
         {"x = g*(e - v)\n i = -x", "double g_ = ((-1.0) * ((*F0_) * (-1.0)));"}, /* signs */
-        {"x = 3\n i = x*v/2 - e*g", "double g_ = ((*F3_) / 2.0);"},           /* x assigned before: read */
+        {"x = 3\n i = x*v/2 - e*g", "double g_ = NSM_DIVC((*F3_), 2.0);"},           /* x assigned before: read */
         {"i = g*v*v", NULL},                                                 /* quadratic */
         {"x = v\n i = g*x*v", NULL},                                         /* quadratic through x */
         {"i = g*(v - e)/v", NULL},                                           /* a division by v */
