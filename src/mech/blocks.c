@@ -475,15 +475,6 @@ static void nernst_ions(const sim_model *model, model_block *b, double celsius, 
     }
 }
 
-static void bind_one(ns_mech_ppack *p, double *v, double *rhs, double *d, double t, double dt, double celsius) {
-    p->v = v;
-    p->rhs = rhs;
-    p->d = d;
-    p->t = t;
-    p->dt = dt;
-    p->celsius = celsius;
-}
-
 /* Call fn over the block's instances of one mechanism: run by run, or once
  * over node_index (whole: always for init() and state() of a density
  * mechanism, whose generated node_index loops vectorise with v gathered, so
@@ -493,12 +484,12 @@ static void bind_one(ns_mech_ppack *p, double *v, double *rhs, double *d, double
 static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
                  double celsius, int whole) {
     if (mb->n_runs == 0 || whole) {
-        bind_one(&mb->p, v, rhs, d, t, dt, celsius);
+        ns_mech_ppack_bind(&mb->p, v, rhs, d, t, dt, celsius);
         fn(&mb->p);
         return;
     }
     for (int32_t r = 0; r < mb->n_runs; ++r) {
-        bind_one(&mb->runs[r], v, rhs, d, t, dt, celsius);
+        ns_mech_ppack_bind(&mb->runs[r], v, rhs, d, t, dt, celsius);
         fn(&mb->runs[r]);
     }
 }
@@ -622,7 +613,7 @@ void ns_model_block_phase(const sim_model *model, model_block *b, int32_t k, int
 ns_mech_ppack *ns_model_block_bind(model_block *b, int32_t k, int phase, double *v, double t, double dt,
                                    double celsius) {
     mech_block *mb = &b->m[k];
-    bind_one(&mb->p, v, NULL, NULL, phase == 0 ? 0.0 : t, dt, celsius);
+    ns_mech_ppack_bind(&mb->p, v, NULL, NULL, phase == 0 ? 0.0 : t, dt, celsius);
     return &mb->p;
 }
 

@@ -10,6 +10,18 @@
 typedef struct model_block model_block;
 typedef struct model_tables model_tables;
 
+/* A ppack's step values: the voltages, rhs and d (NULL outside the current
+ * phase), the time, dt and celsius (the blocks and the network's points). */
+static inline void ns_mech_ppack_bind(ns_mech_ppack *p, double *v, double *rhs, double *d, double t, double dt,
+                                      double celsius) {
+    p->v = v;
+    p->rhs = rhs;
+    p->d = d;
+    p->t = t;
+    p->dt = dt;
+    p->celsius = celsius;
+}
+
 /* The TABLEs of `model`'s mechanisms (and the fused hh's rows), one copy for
  * the blocks created with it. ns_model_tables_update builds them for celsius
  * and the GLOBALs (what each TABLE depends on) on one thread before the blocks

@@ -42,12 +42,7 @@ FUSED_INLINE ns_mech_ppack fused_pack(const mech_block *mb, double *v, double *r
     ns_mech_ppack p = mb->p;
     p.node_index = NULL;
     p.node_begin = 0;
-    p.v = v;
-    p.rhs = rhs;
-    p.d = d;
-    p.t = t;
-    p.dt = dt;
-    p.celsius = celsius;
+    ns_mech_ppack_bind(&p, v, rhs, d, t, dt, celsius);
     p.global = global;
     return p;
 }

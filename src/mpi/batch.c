@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/population.h"
 #include "hines/batch_impl.h"
 #include "mpi/mpi_impl.h"
 
@@ -36,16 +37,10 @@ void ns_mpi_batch_destroy(ns_mpi_batch_t *b) {
 
 static ns_status check_args(int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
                             const int32_t *cell_shape) {
-    if (n_shapes < 1 || !shapes)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_batch_create: %d shapes", (int)n_shapes);
-    for (int32_t s = 0; s < n_shapes; ++s)
-        if (!shapes[s]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_batch_create: shape %d is NULL", (int)s);
-    if (n_cells < 1) return ns_fail(NS_ERR_EMPTY, "a batch needs at least one cell (cells = %lld)", (long long)n_cells);
-    for (int64_t c = 0; cell_shape && c < n_cells; ++c)
-        if (cell_shape[c] < 0 || cell_shape[c] >= n_shapes)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "cell_shape[%lld] = %d is outside [0, %d)", (long long)c,
-                           (int)cell_shape[c], (int)n_shapes);
-    return NS_OK;
+    ns_status st = ns_population_check("ns_mpi_batch_create", n_shapes, shapes != NULL, n_cells, cell_shape);
+    for (int32_t s = 0; st == NS_OK && s < n_shapes; ++s)
+        if (!shapes[s]) st = ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_batch_create: shape %d is NULL", (int)s);
+    return st;
 }
 
 uint64_t ns_mpi_hash_trees(uint64_t h, int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,

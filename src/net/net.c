@@ -195,23 +195,14 @@ void ns_net_deliver(net_block *nb, double *v, double t, double dt, double celsiu
 void ns_net_current(net_block *nb, int32_t slot, double *v, double *rhs, double *d, double t, double dt,
                     double celsius) {
     net_point *pt = &nb->points[slot];
-    pt->p.v = v;
-    pt->p.rhs = rhs;
-    pt->p.d = d;
-    pt->p.t = t;
-    pt->p.dt = dt;
-    pt->p.celsius = celsius;
+    ns_mech_ppack_bind(&pt->p, v, rhs, d, t, dt, celsius);
     pt->desc->current(&pt->p);
 }
 
 void ns_net_states(net_block *nb, double *v, double t, double dt, double celsius) {
     for (int32_t k = 0; k < nb->n_points; ++k) {
         net_point *pt = &nb->points[k];
-        pt->p.v = v;
-        pt->p.rhs = pt->p.d = NULL;
-        pt->p.t = t;
-        pt->p.dt = dt;
-        pt->p.celsius = celsius;
+        ns_mech_ppack_bind(&pt->p, v, NULL, NULL, t, dt, celsius);
         pt->desc->state(&pt->p);
     }
 }
@@ -220,11 +211,7 @@ void ns_net_hook(net_block *nb, int h, double *v, double t, double dt, double ce
     for (int32_t k = 0; k < nb->n_points; ++k) {
         net_point *pt = &nb->points[k];
         if (pt->p.n == 0 || !pt->desc->hooks[h]) continue;
-        pt->p.v = v;
-        pt->p.rhs = pt->p.d = NULL;
-        pt->p.t = t;
-        pt->p.dt = dt;
-        pt->p.celsius = celsius;
+        ns_mech_ppack_bind(&pt->p, v, NULL, NULL, t, dt, celsius);
         pt->desc->hooks[h](&pt->p);
     }
 }

@@ -11,6 +11,15 @@
 #include "core/error.h"
 #include "nmodl/nmodl_gen.h"
 
+/* The opening of a per-instance function, `NS_MECH_FN void nsm_NAME_TAG_BLOCKSUFFIX(sig PARAMS) {`,
+ * the casts that keep its common parameters used, and (arrays) the fields' pointers */
+static void open_fn(gen *g, const char *tag, const block *bl, const char *suffix, const char *params, int arrays) {
+    nm_put(g->b, "NS_MECH_FN void nsm_%s_%s_%s%s(", g->m->name, tag, bl->name, suffix);
+    nm_put_sig(g);
+    nm_put(g->b, "%s) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n", params);
+    if (arrays) nm_put_arrays(g, 4);
+}
+
 /* A TABLE PROCEDURE's table as rows, for a host loop that looks up many
  * instances at once (the CPU loop's fused pass, mech/blocks_fused.c):
  * row k holds the columns' values at entry k (the TABLE's names in order),
@@ -46,9 +55,7 @@ static void emit_table_rows(gen *g, const block *bl) {
         n1);
     nm_put(b, "            r_[c_] = col_[k_];\n            r_[%d + c_] = col_[k1_] - col_[k_];\n        }\n    }\n", half);
     nm_put(b, "    for (int h_ = 0; h_ < %d; ++h_) R_[h_] = T_[h_];\n    return 1;\n}\n\n", head);
-    nm_put(b, "NS_MECH_FN void nsm_%s_p_%s_set(", name, bl->name);
-    nm_put_sig(g);
-    nm_put(b, ", const double *y_, int s_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
+    open_fn(g, "p", bl, "_set", ", const double *y_, int s_", 0);
     for (int k = 0; k < cols; k++) nm_put(b, "    (*F%d_) = y_[%d * s_];\n", t->col_field[k], k);
     nm_put(b, "}\n\n");
 }
@@ -317,10 +324,7 @@ int nm_emit_kinetic(gen *g, const block *bl) {
     g->owner = bl;
     g->n_scope = 0;
     g->mode = M_SPARSE;
-    nm_put(b, "NS_MECH_FN void nsm_%s_kf_%s(", name, bl->name);
-    nm_put_sig(g);
-    nm_put(b, ", double *f_, double *J_, double *c_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
-    nm_put_arrays(g, 4);
+    open_fn(g, "kf", bl, "", ", double *f_, double *J_, double *c_", 1);
     if (nm_emit_list(g, bl->body, 4)) return -1;
     for (int r = 0; r < n; r++) {
         nm_put(b, "    f_[%d] = L_kinF_%d;\n    c_[%d] = ", r, r, r);
@@ -402,17 +406,13 @@ int nm_emit_kinetic(gen *g, const block *bl) {
  * NEURON stops the run with an error, the last iterate stays). */
 static int emit_alg(gen *g, const block *bl) {
     buf *b = g->b;
-    const char *name = g->m->name;
     const int n = bl->n_unknowns;
     g->owner = bl;
     g->n_scope = 0;
     g->alg = bl;
     g->eq_row = 0;
     if (bl->alg == 'N') {
-        nm_put(b, "NS_MECH_FN void nsm_%s_nl_%s(", name, bl->name);
-        nm_put_sig(g);
-        nm_put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
-        nm_put_arrays(g, 4);
+        open_fn(g, "nl", bl, "", ", double *f_", 1);
         const int r = nm_emit_list(g, bl->body, 4);
         g->alg = NULL;
         if (r) return -1;
@@ -486,10 +486,7 @@ static int emit_alg(gen *g, const block *bl) {
 static int emit_derivimplicit(gen *g, const block *bl, char **order, int n) {
     buf *b = g->b;
     const char *name = g->m->name;
-    nm_put(b, "NS_MECH_FN void nsm_%s_dd_%s(", name, bl->name);
-    nm_put_sig(g);
-    nm_put(b, ", double *f_) {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
-    nm_put_arrays(g, 4);
+    open_fn(g, "dd", bl, "", ", double *f_", 1);
     g->mode = M_DERIVIMPLICIT;
     if (nm_emit_body(g, bl->body, 4)) return -1;
     nm_put(b, "}\n\n");
@@ -638,11 +635,7 @@ static int emit_runge(gen *g, const block *bl, char **order, int n) {
 /* cnexp in place, euler (D_ temporaries), and a KINETIC block lowered for euler */
 static int emit_explicit(gen *g, const block *bl, int method, char **order, int n) {
     buf *b = g->b;
-    const char *name = g->m->name;
-    nm_put(b, "NS_MECH_FN void nsm_%s_d_%s(", name, bl->name);
-    nm_put_sig(g);
-    nm_put(b, ") {\n    (void)p; (void)i_; (void)node_; (void)v_;\n");
-    nm_put_arrays(g, 4);
+    open_fn(g, "d", bl, "", "", 1);
     g->mode = method;
     if (method == M_EULER) nm_put(b, "    double D_[%d];\n", n);
     if (nm_emit_body(g, bl->body, 4)) return -1;

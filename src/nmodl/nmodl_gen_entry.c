@@ -112,18 +112,23 @@ static void emit_prelude(gen *g) {
            "#define NSM_ADD(a, x) ((a) += (x))\n#endif\n\n", m->point);
 }
 
+/* The opening of an entry point at its node's v (init_F, state_F): the signature, v_, (arrays) the
+ * fields' pointers, the copies of v and the ions, the concentrations */
+static void open_at_v(gen *g, const char *entry, int arrays) {
+    nm_put(g->b, "NS_MECH_FN void nsm_%s_%s_F(ns_mech_ppack *p, ", g->m->name, entry);
+    nm_put_fparams(g);
+    nm_put(g->b, "int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n");
+    if (arrays) nm_put_arrays(g, 4);
+    nm_load_copies(g, 'v');
+    nm_load_copies(g, 'i');
+    load_conc(g, 0);
+}
+
 /* NEURON's nrn_init: the copies, the START values, INITIAL */
 static int emit_init(gen *g) {
     const struct ns_nmodl *m = g->m;
     buf *b = g->b;
-    const char *name = m->name;
-    nm_put(b, "NS_MECH_FN void nsm_%s_init_F(ns_mech_ppack *p, ", name);
-    nm_put_fparams(g);
-    nm_put(b, "int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n");
-    nm_put_arrays(g, 4);
-    nm_load_copies(g, 'v');
-    nm_load_copies(g, 'i');
-    load_conc(g, 0);
+    open_at_v(g, "init", 1);
     /* every state (each element of an array) at its START value, 0 without one, before INITIAL (NEURON's s0) */
     for (int i = 0; i < m->n_vars; i++) {
         const var *v = &m->vars[i];
@@ -236,13 +241,7 @@ static int emit_current(gen *g) {
 static int emit_state(gen *g) {
     const struct ns_nmodl *m = g->m;
     buf *b = g->b;
-    const char *name = m->name;
-    nm_put(b, "NS_MECH_FN void nsm_%s_state_F(ns_mech_ppack *p, ", name);
-    nm_put_fparams(g);
-    nm_put(b, "int i_, int node_) {\n    const double v_ = p->v[node_];\n    (void)i_;\n");
-    nm_load_copies(g, 'v');
-    nm_load_copies(g, 'i');
-    load_conc(g, 0);
+    open_at_v(g, "state", 0);
     if (!m->n_currents) { /* the whole BREAKPOINT, its SOLVEs in place (nocmodl's nrn_state) */
         nm_put_arrays(g, 4);
         g->n_scope = 0;

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/population.h"
 #include "core/timer.h"
 #include "sim/dist_impl.h"
 #include "sim/sim_impl.h"
@@ -75,17 +76,11 @@ static uint64_t hash_population(int32_t n_shapes, const ns_cell_t *const *shapes
 
 static ns_status check_args(int32_t n_shapes, const ns_cell_t *const *shapes, int64_t n_cells,
                             const int32_t *cell_shape, const ns_sim_params *params) {
-    if (n_shapes < 1 || !shapes || !params)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: %d shapes, params %p", (int)n_shapes,
-                       (const void *)params);
-    for (int32_t s = 0; s < n_shapes; ++s)
-        if (!shapes[s]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: shape %d is NULL", (int)s);
-    if (n_cells < 1) return ns_fail(NS_ERR_EMPTY, "ns_sim_create: %lld cells", (long long)n_cells);
-    for (int64_t c = 0; cell_shape && c < n_cells; ++c)
-        if (cell_shape[c] < 0 || cell_shape[c] >= n_shapes)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT, "cell_shape[%lld] = %d is outside [0, %d)", (long long)c,
-                           (int)cell_shape[c], (int)n_shapes);
-    return ns_sim_params_check(params);
+    if (!params) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: params is NULL");
+    ns_status st = ns_population_check("ns_sim_create", n_shapes, shapes != NULL, n_cells, cell_shape);
+    for (int32_t s = 0; st == NS_OK && s < n_shapes; ++s)
+        if (!shapes[s]) st = ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: shape %d is NULL", (int)s);
+    return st == NS_OK ? ns_sim_params_check(params) : st;
 }
 
 /* The cells given to the ranks by ns_partition_cells (local: no

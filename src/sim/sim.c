@@ -11,6 +11,7 @@
 #include "sim/policy.h"
 #include "core/device_impl.h"
 #include "core/error.h"
+#include "core/population.h"
 #include "core/timer.h"
 #include "neurosolve/device.h"
 #include "sim/dist_impl.h"
@@ -145,10 +146,9 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         return ns_dist_sim_create(n_shapes, shapes, n_cells, cell_shape, params, options, out);
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: out is NULL");
     *out = NULL;
-    if (n_shapes <= 0 || !shapes)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: %d shapes", (int)n_shapes);
-    if (n_cells <= 0) return ns_fail(NS_ERR_EMPTY, "ns_sim_create: %lld cells", (long long)n_cells);
-    ns_status st = ns_sim_params_check(params);
+    ns_status st = ns_population_check("ns_sim_create", n_shapes, shapes != NULL, n_cells, cell_shape);
+    if (st != NS_OK) return st;
+    st = ns_sim_params_check(params);
     if (st != NS_OK) return st;
     ns_sim_options o;
     if (options) o = *options;
@@ -168,11 +168,6 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
                        (int)o.record_every, (int)o.check_every, (int)o.threads);
     for (int32_t k = 0; k < n_shapes; ++k)
         if (!shapes[k]) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: shape %d is NULL", (int)k);
-    if (cell_shape)
-        for (int64_t c = 0; c < n_cells; ++c)
-            if (cell_shape[c] < 0 || cell_shape[c] >= n_shapes)
-                return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: cell %lld has shape %d of %d",
-                               (long long)c, (int)cell_shape[c], (int)n_shapes);
 
     ns_sim_t *sim = calloc(1, sizeof *sim);
     if (!sim) return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_sim_create");
