@@ -123,6 +123,9 @@ CASES = {
     "brkzero": (6.3, -65, 40, {"pas": {}, "brkzero": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
     # a SOLVE nested in BREAKPOINT's if/else (test/solveif.mod: ModelDB's bg_cvode.inc pattern)
     "solveif": (6.3, -65, 40, {"pas": {}, "solveif": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    # a concentration read makes NEURON compute e by Nernst at finitialize (test/einit.mod: READ nai):
+    # run by tests/sim/test_sim_nmodl_neuron.c, the ion's ena recorded
+    "einit": (6.3, -65, 40, {"pas": {}, "einit": {}}, [(5, 20, 0.1)], [], None, {}, False, "ena"),
     # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
     # area and diam per segment): 3D points (x, y, z, diam), nseg, the probe's x (v at 0.5)
     "geomcell": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s",
@@ -302,7 +305,8 @@ def main():
                                                                  "kflow.mod", "nosuffix.mod", "keuler.mod",
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
-                                                                 "usetab.mod", "brkzero.mod", "solveif.mod")] +
+                                                                 "usetab.mod", "brkzero.mod", "solveif.mod",
+                                                                 "einit.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

@@ -462,7 +462,7 @@ oom:
 static void nernst_ions(const sim_model *model, model_block *b, double celsius, unsigned only_mech_ions,
                         const sim_mech *sm) {
     for (int32_t j = 0; j < model->n_ions; ++j) {
-        if (!model->ions[j].write_c) continue;
+        if (!model->ions[j].write_c && (only_mech_ions || !model->ions[j].einit)) continue;
         if (only_mech_ions) {
             int mine = 0;
             for (int q = 0; q < sm->desc->n_ions; ++q)

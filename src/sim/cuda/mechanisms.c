@@ -340,7 +340,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
 static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm, cudaStream_t stream) {
     const sim_model *model = g->model;
     for (int32_t j = 0; j < model->n_ions; ++j) {
-        if (!model->ions[j].write_c) continue;
+        if (!model->ions[j].write_c && (sm || !model->ions[j].einit)) continue;
         int mine = !sm;
         for (int q = 0; sm && q < sm->desc->n_ions; ++q)
             mine |= sm->ion[q] == j && (sm->desc->ions[q].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO));
