@@ -12,7 +12,9 @@
 
 /* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
  * library functions are the textbook ones at the computed value. */
-static const char *const runtime[] = {
+/* the functions' qualifiers: the host's (the C file), the device's (the CUDA file: device
+ * functions, called by the products' kernels only) */
+static const char *const host_fns =
     "#if defined(__GNUC__) || defined(__clang__)\n"
     "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
     "#define NSD_@_TWIN static inline __attribute__((unused))\n"
@@ -21,7 +23,10 @@ static const char *const runtime[] = {
     "#define NSD_@_HOT static __attribute__((target_clones(\"avx2\", \"default\"), flatten, noinline))\n"
     "#else\n#define NSD_@_HOT NSD_@_ENTRY\n#endif\n"
     "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n"
-    "#define NSD_@_HOT static\n#endif\n"
+    "#define NSD_@_HOT static\n#endif\n";
+static const char *const device_fns = "#define NSD_@_FN static __device__ __forceinline__ __attribute__((unused))\n"
+                                      "#define NSD_@_TWIN static __device__ inline __attribute__((unused))\n";
+static const char *const runtime[] = {
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
     "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
@@ -135,7 +140,8 @@ static void put_unrolled(struct gen *g, const char *M, const char *c, int K) {
     }
 }
 
-void nm_diff_put_runtime(struct gen *g, const char *M, int K) {
+void nm_diff_put_runtime(struct gen *g, const char *M, int K, int gpu) {
+    put_unrolled(g, M, gpu ? device_fns : host_fns, K);
     for (size_t q = 0; q < sizeof runtime / sizeof *runtime; ++q) put_unrolled(g, M, runtime[q], K);
 }
 
