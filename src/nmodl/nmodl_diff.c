@@ -786,17 +786,8 @@ static void entry_tail(dx *d, const char *phase, const int *lane, const unsigned
         return;
     }
     P("}\n\n");
-    if (d->gpu) { /* a thread per instance, each at its own node (a density mechanism's) */
-        P("__global__ void nsm_%s_k_vjp_%s(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
-          "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= pp.n) return;\n"
-          "    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
-          "    nsm_%s_vjpa_%s(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);\n}\n"
-          "extern \"C\" int nsm_%s_cuda_vjp_%s(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, "
-          "double *lg, void *stream) {\n"
-          "    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
-          "    nsm_%s_k_vjp_%s<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);\n"
-          "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
-          M, phase, M, phase, M, phase, M, phase);
+    if (d->gpu) { /* the device's: a kernel and its launch */
+        nm_diff_put_kernel(d->g, M, phase);
         return;
     }
     if (strchr(phase, '_')) { /* a variant (current_ci): the block's loop only */

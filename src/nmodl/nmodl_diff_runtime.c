@@ -163,6 +163,22 @@ static void put_paths(struct gen *g, const struct ns_nmodl *m, const char *phase
       "%s}\n", ind, M, phase, ind);
 }
 
+/* The device's product of a phase (ns_mech_desc.cuda_vjp_*, ABI 10): a kernel of a thread per
+ * instance, each at its own node (a density mechanism's), running nsm_NAME_vjpa_PHASE with the
+ * block's rows, and its launch nsm_NAME_cuda_vjp_PHASE */
+void nm_diff_put_kernel(struct gen *g, const char *M, const char *phase) {
+    P("__global__ void nsm_%s_k_vjp_%s(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
+      "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= pp.n) return;\n"
+      "    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
+      "    nsm_%s_vjpa_%s(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);\n}\n"
+      "extern \"C\" int nsm_%s_cuda_vjp_%s(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, "
+      "double *lg, void *stream) {\n"
+      "    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+      "    nsm_%s_k_vjp_%s<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);\n"
+      "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
+      M, phase, M, phase, M, phase, M, phase);
+}
+
 /* The GLOBALs in a local copy (no store of the loop can change them), and
  * with TABLEs the loop twice, as the forward loops: where every usetable is
  * not 0 (set to 1 in the copy) and where every one is 0 (set to +0), so that

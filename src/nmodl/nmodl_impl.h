@@ -421,10 +421,12 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why, int gpu);
 void nm_diff_phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
                          unsigned char *may, int n_in);
 int nm_diff_ion_row(const var *v);
-/* nmodl_diff_runtime.c: the dual numbers' runtime for the type nsd_M of K lanes; the loop
- * nsm_NAME_vjpn_PHASE over a block's instances (T: the duals' type); the lanes of a phase's
+/* nmodl_diff_runtime.c: the dual numbers' runtime for the type nsd_M of K lanes (gpu: device
+ * functions); the loop nsm_NAME_vjpn_PHASE over a block's instances (T: the duals' type); the
+ * device's kernel and launch nsm_NAME_cuda_vjp_PHASE (M: the mechanism's name); the lanes of a phase's
  * constant-ion variant from its lanes (0: none) */
 void nm_diff_put_runtime(struct gen *g, const char *M, int K, int gpu);
 void nm_diff_put_block_loop(struct gen *g, const struct ns_nmodl *m, const char *T, const char *phase);
+void nm_diff_put_kernel(struct gen *g, const char *M, const char *phase);
 int nm_diff_ci_lanes(const struct ns_nmodl *m, const int *lane, int *out);
 #endif
