@@ -17,7 +17,9 @@
  * POINTERs, random numbers, and in NET_RECEIVE self events, net_event,
  * net_move, WATCH, FOR_NETCONS, its INITIAL and per-connection state. A point
  * process's NET_RECEIVE with a connection's weight gets its own product
- * (nsm_NAME_vjp_net_receive, ABI 8: the weight its last lane). */
+ * (nsm_NAME_vjp_net_receive, ABI 8: the weight its last lane). The CUDA file gets a density
+ * mechanism's INITIAL, current() and state() products too: the same code as device functions, a
+ * kernel of a thread per instance for each (nsm_NAME_cuda_vjp_PHASE, ABI 10). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

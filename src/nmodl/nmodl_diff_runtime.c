@@ -10,8 +10,6 @@
 
 #define P(...) nm_gen_put(g, __VA_ARGS__)
 
-/* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
- * library functions are the textbook ones at the computed value. */
 /* the functions' qualifiers: the host's (the C file), the device's (the CUDA file: device
  * functions, called by the products' kernels only) */
 static const char *const host_fns =
@@ -26,6 +24,8 @@ static const char *const host_fns =
     "#define NSD_@_HOT static\n#endif\n";
 static const char *const device_fns = "#define NSD_@_FN static __device__ __forceinline__ __attribute__((unused))\n"
                                       "#define NSD_@_TWIN static __device__ inline __attribute__((unused))\n";
+/* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
+ * library functions are the textbook ones at the computed value. */
 static const char *const runtime[] = {
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
