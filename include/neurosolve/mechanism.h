@@ -60,8 +60,11 @@ extern "C" {
  *    segments after the states; none in an older library).
  * 9: ns_mech_desc.vjp_init_n_ci, vjp_current_n_ci, vjp_state_n_ci: the derivatives over a
  *    block with constant ion values (no lanes for e, ci, co). A library built for 3 to 8
- *    still loads, without them (the gradients call vjp_*_n). */
-#define NS_MECH_ABI_VERSION 9
+ *    still loads, without them (the gradients call vjp_*_n).
+ * 10: ns_mech_desc.cuda_vjp_init, cuda_vjp_current, cuda_vjp_state: vjp_*_n on the device
+ *    (a density mechanism's, where it has CUDA code). A library built for 3 to 9 still
+ *    loads, without them. */
+#define NS_MECH_ABI_VERSION 10
 #define NS_MECH_ABI_OLDEST 3 /* the oldest version a library may have been built for */
 #define NS_MECH_CATALOGUE_SYMBOL "ns_mech_catalogue_v1"
 
@@ -493,6 +496,9 @@ typedef struct ns_mech_fused {
     double ktf;                      /* 1000 R (celsius + 273.15) / F, as ns_mech_nernst */
 } ns_mech_fused;
 /* Returns 0 when the launch succeeded, -1 otherwise. */
+/* ABI 10: a vector-Jacobian product over a block's instances on the device (ns_mech_desc.cuda_vjp_*) */
+typedef int (*ns_mech_cuda_vjp_fn)(const ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields,
+                                   double *l_globals, void *stream);
 typedef int (*ns_mech_cuda_fused_fn)(const ns_mech_fused *f, void *stream);
 
 typedef struct ns_mech_desc {
@@ -653,6 +659,15 @@ typedef struct ns_mech_desc {
     void (*vjp_init_n_ci)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
     void (*vjp_current_n_ci)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
     void (*vjp_state_n_ci)(ns_mech_ppack *p, const double *l_out, double *l_v, double *l_fields, double *l_globals);
+    /* ABI 10: vjp_init_n, vjp_current_n, vjp_state_n on the device, one thread per instance
+     * (the same rows; p, l_out, l_v, l_fields and l_globals in device memory, p bound as for
+     * cuda_init, cuda_current, cuda_state); 0, or -1 when the launch failed. The same
+     * operations per instance as the host's products (their values differ only where the
+     * device's exp, pow and the like differ from the host's in the last bit). NULL for a
+     * point process (its instances can share a node: l_v would need a sum across
+     * threads), where vjp_*_n or the CUDA entry points are, and in a library built for ABI
+     * 3 to 9. */
+    ns_mech_cuda_vjp_fn cuda_vjp_init, cuda_vjp_current, cuda_vjp_state;
 } ns_mech_desc;
 
 /* ns_mech_desc.cuda_errors. UNKNOWN (0, a library built before the field or a descriptor that

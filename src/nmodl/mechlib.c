@@ -473,13 +473,14 @@ static size_t desc_size(int version) {
     /* 4: the derivatives were Jacobians (jac_*) where 5 has vector-Jacobian products,
      * and thread_unsafe after them; 5: up to cuda_why_not; 6: up to cuda_fused_state;
      * 7: up to cuda_hooks (the fields after them zero: no LONGITUDINAL_DIFFUSION); 8: up to
-     * ldifus_coef (no constant-ion products) */
+     * ldifus_coef (no constant-ion products); 9: up to vjp_state_n_ci (no device products) */
     return version == 3   ? offsetof(ns_mech_desc, hooks)
            : version == 4 ? offsetof(ns_mech_desc, vjp_init)
            : version == 5 ? offsetof(ns_mech_desc, fused_index)
            : version == 6 ? offsetof(ns_mech_desc, vjp_init_n)
            : version == 7 ? offsetof(ns_mech_desc, cuda_errors)
            : version == 8 ? offsetof(ns_mech_desc, vjp_init_n_ci)
+           : version == 9 ? offsetof(ns_mech_desc, cuda_vjp_init)
                           : sizeof(ns_mech_desc);
 }
 

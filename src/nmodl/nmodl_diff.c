@@ -17,7 +17,9 @@
  * POINTERs, random numbers, and in NET_RECEIVE self events, net_event,
  * net_move, WATCH, FOR_NETCONS, its INITIAL and per-connection state. A point
  * process's NET_RECEIVE with a connection's weight gets its own product
- * (nsm_NAME_vjp_net_receive, ABI 8: the weight its last lane). */
+ * (nsm_NAME_vjp_net_receive, ABI 8: the weight its last lane). The CUDA file gets a density
+ * mechanism's INITIAL, current() and state() products too: the same code as device functions, a
+ * kernel of a thread per instance for each (nsm_NAME_cuda_vjp_PHASE, ABI 10). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,7 @@ typedef struct dx {
     int K;              /* the lanes of the duals being written (type d->M) */
     const char *mask;   /* writing an IF's branch as selects: its condition's variable (else NULL) */
     int n_mask;         /* the IFs written as selects so far (their variables' names) */
+    int gpu;            /* writing the CUDA file's products (nm_diff_emit) */
 } dx;
 
 #define P(...) nm_gen_put(d->g, __VA_ARGS__)
@@ -62,7 +65,7 @@ static void put_runtime(dx *d, int K) {
     P("\n/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the %d "
       "fields, the %d GLOBALs), %d for the phases that read that many ---- */\nenum { NSD_%s_K = %d };\n",
       d->m->n_fields, d->m->n_globals, K, d->M, K);
-    nm_diff_put_runtime(d->g, d->M, K);
+    nm_diff_put_runtime(d->g, d->M, K, d->gpu);
 }
 
 static int is_ion_input(const var *v) { return v->ion >= 0 && v->field < 0; }
@@ -785,6 +788,10 @@ static void entry_tail(dx *d, const char *phase, const int *lane, const unsigned
         return;
     }
     P("}\n\n");
+    if (d->gpu) { /* the device's: a kernel and its launch */
+        nm_diff_put_kernel(d->g, M, phase);
+        return;
+    }
     if (strchr(phase, '_')) { /* a variant (current_ci): the block's loop only */
         nm_diff_put_block_loop(d->g, d->m, d->M, phase);
         return;
@@ -951,15 +958,15 @@ static void emit_phase(dx *d, int ph, const char *phase, int K, const int *lane,
     d->M = m->name;
 }
 
-int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
-    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0}, *d = &dd;
+int nm_diff_emit(struct gen *g, char *why, size_t n_why, int gpu) {
+    dx dd = {g, nm_gen_module(g), NULL, why, n_why, 0, 0, 0, NULL, NULL, 0, 0, 0, NULL, 0, gpu}, *d = &dd;
     const struct ns_nmodl *m = d->m;
     d->M = m->name;
     const size_t mark = nm_gen_mark(g);
     const int nf = m->n_fields, n_in = 1 + nf + m->n_globals + 4 * m->n_ions;
     if (refuse_upfront(d)) return 1;
-    /* the phases: INITIAL, current(), state() and NET_RECEIVE (a point process's) */
-    const int n_ph = m->net_receive ? 4 : 3;
+    /* the phases: INITIAL, current(), state() and NET_RECEIVE (a point process's; on the host) */
+    const int n_ph = m->net_receive && !gpu ? 4 : 3;
     unsigned char *rd = malloc(3 * (size_t)n_in), *may = malloc(4 * (size_t)n_in);
     int *lane = malloc(4 * (size_t)n_in * sizeof *lane);
     if (!rd || !may || !lane) {
@@ -1000,7 +1007,7 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         free(may);
         return -1;
     }
-    for (int ph = 0; ph < 3; ph++) Kc[ph] = nm_diff_ci_lanes(m, lane + ph * n_in, cil + ph * n_in);
+    for (int ph = 0; ph < 3 && !gpu; ph++) Kc[ph] = nm_diff_ci_lanes(m, lane + ph * n_in, cil + ph * n_in);
     int Ks[7], nK = 0;
     for (int ph = 0; ph < n_ph + 3; ph++) {
         const int k = ph < n_ph ? K[ph] : Kc[ph - n_ph];
@@ -1012,14 +1019,16 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
      * both sides of a select (dst_select, put_sum) and takes a call of constant arguments
      * (hh's q10) out of the loop over the instances; neither changes a value (no contraction,
      * no reassociation: the same bits). clang's default already ignores the exceptions. */
-    P("\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
+    if (!gpu) P("\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
       "#pragma GCC optimize(\"no-trapping-math\", \"no-math-errno\")\n#endif\n");
     /* pow as a const function (the C library's value), so that a pow of constants (hh's q10)
      * leaves the loop over the instances: the compiler's pow may set errno (a store), so it
      * stays where it is written, and a call in the loop keeps the loop scalar */
-    P("#if defined(__GNUC__) || defined(__clang__)\n#ifndef NSD_POW_CONST\n#define NSD_POW_CONST\n"
+    if (!gpu) P("#if defined(__GNUC__) || defined(__clang__)\n#ifndef NSD_POW_CONST\n#define NSD_POW_CONST\n"
       "__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }\n"
       "#endif\n#define pow(a, b) nsd_pow_const_(a, b)\n#endif\n");
+    /* nvcc: the fields' dual pointers a phase leaves unread, (void)-cast, are "set but never used" */
+    if (gpu) P("#pragma nv_diag_suppress 550\n");
     char T[96];
     for (int q = 0; q < nK && !d->failed; q++) {
         snprintf(T, sizeof T, "%s_L%d", m->name, Ks[q]);
@@ -1036,16 +1045,18 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
         emit_phase(d, ph, nm, Kc[ph], cil + ph * n_in, may + ph * n_in);
     }
     /* the descriptor's constant-ion products (ABI 9; nmodl_gen_desc.c): NULL for a phase without */
-    P("#define NSD_%s_VJPN_CI ", m->name);
-    for (int ph = 0; ph < 3; ph++)
-        if (Kc[ph]) P("%snsm_%s_vjpn_%s_ci", ph ? ", " : "", m->name, names[ph]);
-        else P("%sNULL", ph ? ", " : "");
-    P("\n");
+    if (!gpu) {
+        P("#define NSD_%s_VJPN_CI ", m->name);
+        for (int ph = 0; ph < 3; ph++)
+            if (Kc[ph]) P("%snsm_%s_vjpn_%s_ci", ph ? ", " : "", m->name, names[ph]);
+            else P("%sNULL", ph ? ", " : "");
+        P("\n#if defined(__GNUC__) || defined(__clang__)\n#undef pow\n#endif\n"
+          "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n");
+    }
+    if (gpu) P("#pragma nv_diag_default 550\n");
     free(cil);
     free(lane);
     free(may);
-    P("#if defined(__GNUC__) || defined(__clang__)\n#undef pow\n#endif\n"
-      "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n");
     if (d->failed) {
         nm_gen_cut(g, mark);
         return 1;

@@ -10,9 +10,9 @@
 
 #define P(...) nm_gen_put(g, __VA_ARGS__)
 
-/* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
- * library functions are the textbook ones at the computed value. */
-static const char *const runtime[] = {
+/* the functions' qualifiers: the host's (the C file), the device's (the CUDA file: device
+ * functions, called by the products' kernels only) */
+static const char *const host_fns =
     "#if defined(__GNUC__) || defined(__clang__)\n"
     "#define NSD_@_FN static inline __attribute__((always_inline, unused))\n"
     "#define NSD_@_TWIN static inline __attribute__((unused))\n"
@@ -21,7 +21,12 @@ static const char *const runtime[] = {
     "#define NSD_@_HOT static __attribute__((target_clones(\"avx2\", \"default\"), flatten, noinline))\n"
     "#else\n#define NSD_@_HOT NSD_@_ENTRY\n#endif\n"
     "#else\n#define NSD_@_FN static inline\n#define NSD_@_TWIN static inline\n#define NSD_@_ENTRY static\n"
-    "#define NSD_@_HOT static\n#endif\n"
+    "#define NSD_@_HOT static\n#endif\n";
+static const char *const device_fns = "#define NSD_@_FN static __device__ __forceinline__ __attribute__((unused))\n"
+                                      "#define NSD_@_TWIN static __device__ inline __attribute__((unused))\n";
+/* The dual numbers' arithmetic, '@' the mechanism's name. Derivatives of the
+ * library functions are the textbook ones at the computed value. */
+static const char *const runtime[] = {
     "typedef struct nsd_@ { double v, d[NSD_@_K]; } nsd_@;\n"
     "#define NSD_@_OP(body) nsd_@ r; body; return r\n"
     "NSD_@_FN nsd_@ nsd_@_c(double x) { NSD_@_OP(r.v = x; for (int k = 0; k < NSD_@_K; ++k) r.d[k] = 0.0); }\n"
@@ -135,7 +140,8 @@ static void put_unrolled(struct gen *g, const char *M, const char *c, int K) {
     }
 }
 
-void nm_diff_put_runtime(struct gen *g, const char *M, int K) {
+void nm_diff_put_runtime(struct gen *g, const char *M, int K, int gpu) {
+    put_unrolled(g, M, gpu ? device_fns : host_fns, K);
     for (size_t q = 0; q < sizeof runtime / sizeof *runtime; ++q) put_unrolled(g, M, runtime[q], K);
 }
 
@@ -155,6 +161,22 @@ static void put_paths(struct gen *g, const struct ns_nmodl *m, const char *phase
     P("%s} else {\n%s", ind, m->point ? "" : simd);
     P("%s    for (int i = 0; i < n_; ++i) nsm_%s_vjpa_%s(&q_, i, ni_[i], lo_ + i, n_, lv_ + ni_[i], lf_ + i, lg_ + i);\n"
       "%s}\n", ind, M, phase, ind);
+}
+
+/* The device's product of a phase (ns_mech_desc.cuda_vjp_*, ABI 10): a kernel of a thread per
+ * instance, each at its own node (a density mechanism's), running nsm_NAME_vjpa_PHASE with the
+ * block's rows, and its launch nsm_NAME_cuda_vjp_PHASE */
+void nm_diff_put_kernel(struct gen *g, const char *M, const char *phase) {
+    P("__global__ void nsm_%s_k_vjp_%s(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {\n"
+      "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= pp.n) return;\n"
+      "    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;\n"
+      "    nsm_%s_vjpa_%s(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);\n}\n"
+      "extern \"C\" int nsm_%s_cuda_vjp_%s(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, "
+      "double *lg, void *stream) {\n"
+      "    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+      "    nsm_%s_k_vjp_%s<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);\n"
+      "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
+      M, phase, M, phase, M, phase, M, phase);
 }
 
 /* The GLOBALs in a local copy (no store of the loop can change them), and

@@ -563,7 +563,7 @@ ns_status ns_nmodl_emit(const ns_nmodl_t *m, ns_nmodl_target target, char **text
         r = nm_emit_c(&g);
         if (!r) {
             char why[400];
-            r = nm_diff_emit(&g, why, sizeof why);
+            r = nm_diff_emit(&g, why, sizeof why, 0);
             if (r >= 0) nm_emit_desc(&g, r ? why : NULL);
             r = r < 0;
         }

@@ -113,6 +113,9 @@ void nm_emit_desc(gen *g, const char *why) {
         n, n, n);
     for (int h = 0; h < NS_MECH_N_HOOKS && !nm_cuda_host_only(m); h++)
         if (nm_hook_on_device(m, h)) nm_put(g->b, "int nsm_%s_cuda_hook%d(const ns_mech_ppack *, void *);\n", n, h);
+    for (int k = 0; k < 3 && !why && !m->point && !nm_cuda_host_only(m); k++)
+        nm_put(g->b, "int nsm_%s_cuda_vjp_%s(const ns_mech_ppack *, const double *, double *, double *, double *, void *);\n",
+            n, k == 0 ? "init" : k == 1 ? "current" : "state");
     /* self events, net_event, WATCH, artificial cells, VERBATIM and the hooks
      * stay on the host: no CUDA entry points, and cuda_why_not says where
      * (the GPU loop refuses the mechanism, docs/mechanisms.md "Events");
@@ -194,7 +197,12 @@ void nm_emit_desc(gen *g, const char *why) {
     if (m->n_ldifus) nm_put(g->b, "    %d, nsm_%s_ldfields, nsm_%s_ldifus,\n", m->n_ldifus, n, n);
     else nm_put(g->b, "    0, NULL, NULL,\n");
     /* ABI 9: the products with constant ion values (nmodl_diff.c defines which) */
-    if (!why) nm_put(g->b, "    NSD_%s_VJPN_CI\n};\n", n);
+    if (!why) nm_put(g->b, "    NSD_%s_VJPN_CI,\n", n);
+    else nm_put(g->b, "    NULL, NULL, NULL,\n");
+    /* ABI 10: a density mechanism's products on the device (nm_emit_cuda) */
+    if (!why && !m->point && !host_only)
+        nm_put(g->b, "#ifdef NS_MECH_WITH_CUDA\n    nsm_%s_cuda_vjp_init, nsm_%s_cuda_vjp_current, nsm_%s_cuda_vjp_state\n"
+                  "#else\n    NULL, NULL, NULL\n#endif\n};\n", n, n, n);
     else nm_put(g->b, "    NULL, NULL, NULL\n};\n");
 }
 
@@ -336,4 +344,8 @@ void nm_emit_cuda(gen *g) {
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, fn, g->m->n_net_args, n, fn, k ? "" : ", 0.0", n, fn, n, fn);
     }
+    /* ABI 10: a density mechanism's products on the device (nmodl_diff.c; none where the C has none) */
+    if (g->m->point) return;
+    char why[400];
+    if (nm_diff_emit(g, why, sizeof why, 1) < 0) g->status = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory generating %s", n);
 }

@@ -411,10 +411,12 @@ int nm_cnexp_parts(const st *s, ex **a, ex **c, int *inf_form);
  * arena), 0 where not (NEURON's two evaluations), -1 out of memory */
 int nm_current_slopes(const struct ns_nmodl *m, ex ***slope);
 
-/* nmodl_diff.c: the mechanism's derivative code (ns_mech_desc.jac_*, forward-mode dual
- * numbers over the same expressions) after NAME.c's loops: 0 written; 1 not, why says
- * why (FILE:LINE: the construct; nothing written); -1 out of memory */
-int nm_diff_emit(struct gen *g, char *why, size_t n_why);
+/* nmodl_diff.c: the mechanism's derivative code (ns_mech_desc.vjp_*, forward-mode dual
+ * numbers over the same expressions) after NAME.c's loops, or with gpu after NAME.cu's
+ * kernels (ns_mech_desc.cuda_vjp_*: a density mechanism's INITIAL, current() and state()
+ * products as device functions and their launches): 0 written; 1 not, why says why
+ * (FILE:LINE: the construct; nothing written); -1 out of memory */
+int nm_diff_emit(struct gen *g, char *why, size_t n_why, int gpu);
 /* nmodl_diff_reads.c: the inputs phase (0 init, 1 current, 2 state) reads into read, the
  * fields it may write into may (n_in each; wrote: room): its lanes. An ion value read that is
  * no field (ena, cai read only, ica read) is input 1 + n_fields + n_globals + its row:
@@ -423,10 +425,12 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why);
 void nm_diff_phase_reads(const struct ns_nmodl *m, int phase, unsigned char *read, unsigned char *wrote,
                          unsigned char *may, int n_in);
 int nm_diff_ion_row(const var *v);
-/* nmodl_diff_runtime.c: the dual numbers' runtime for the type nsd_M of K lanes; the loop
- * nsm_NAME_vjpn_PHASE over a block's instances (T: the duals' type); the lanes of a phase's
+/* nmodl_diff_runtime.c: the dual numbers' runtime for the type nsd_M of K lanes (gpu: device
+ * functions); the loop nsm_NAME_vjpn_PHASE over a block's instances (T: the duals' type); the
+ * device's kernel and launch nsm_NAME_cuda_vjp_PHASE (M: the mechanism's name); the lanes of a phase's
  * constant-ion variant from its lanes (0: none) */
-void nm_diff_put_runtime(struct gen *g, const char *M, int K);
+void nm_diff_put_runtime(struct gen *g, const char *M, int K, int gpu);
 void nm_diff_put_block_loop(struct gen *g, const struct ns_nmodl *m, const char *T, const char *phase);
+void nm_diff_put_kernel(struct gen *g, const char *M, const char *phase);
 int nm_diff_ci_lanes(const struct ns_nmodl *m, const int *lane, int *out);
 #endif

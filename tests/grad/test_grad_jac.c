@@ -313,6 +313,36 @@ static const char *NS_MOD = "NEURON { POINT_PROCESS ns NONSPECIFIC_CURRENT i }\n
 static const char *WATCH_MOD = "NEURON { POINT_PROCESS wt NONSPECIFIC_CURRENT i }\nASSIGNED { v i }\n"
                                "STATE { g }\nBREAKPOINT { i = g * v }\nNET_RECEIVE (w) {\n WATCH (v > -20) 2\n"
                                " g = g + w\n}\n";
+/* ABI 10: a density mechanism with derivative code gets its products on the device too (the CUDA
+ * file's kernels and launches, the descriptor's cuda_vjp_* where built with CUDA); a point process
+ * none (tests/nmodl/test_nmodl_cuda.c runs them against the host's on a GPU) */
+static void check_device_products(void) {
+    static const char *const src[2] = {
+        "NEURON { SUFFIX dx RANGE g }\nPARAMETER { g = 0.5 }\nSTATE { s }\nBREAKPOINT { SOLVE st METHOD cnexp }\n"
+        "DERIVATIVE st { s' = -g * s }\n",
+        "NEURON { POINT_PROCESS px RANGE tau }\nPARAMETER { tau = 2 }\nSTATE { g }\nBREAKPOINT { SOLVE st METHOD cnexp }\n"
+        "DERIVATIVE st { g' = -g / tau }\nNET_RECEIVE(w) { g = g + w }\n"};
+    for (int k = 0; k < 2; ++k) {
+        ns_nmodl_t *mod = NULL;
+        char *c = NULL, *cu = NULL;
+        CHECK_OK(ns_nmodl_parse_string(src[k], k ? "px.mod" : "dx.mod", &mod));
+        if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &c));
+        if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_CUDA, &cu));
+        const char *ph[3] = {"init", "current", "state"};
+        for (int q = 0; q < 3; ++q) {
+            char want[96];
+            snprintf(want, sizeof want, "extern \"C\" int nsm_%s_cuda_vjp_%s(", k ? "px" : "dx", ph[q]);
+            CHECK_MSG(cu && (strstr(cu, want) != NULL) == !k, "%s: the device's %s product %s", k ? "px" : "dx", ph[q],
+                      k ? "written" : "missing");
+        }
+        CHECK_MSG(c && (strstr(c, "nsm_dx_cuda_vjp_init, nsm_dx_cuda_vjp_current, nsm_dx_cuda_vjp_state") != NULL) == !k,
+                  "%s: the descriptor's device products", k ? "px" : "dx");
+        ns_nmodl_free(c);
+        ns_nmodl_free(cu);
+        ns_nmodl_destroy(mod);
+    }
+}
+
 static const char *EU = "NEURON { SUFFIX eu NONSPECIFIC_CURRENT i }\nPARAMETER { g = 0.001 }\nSTATE { a }\n"
                         "ASSIGNED { v i }\nBREAKPOINT {\n SOLVE s METHOD euler\n i = g * a * v\n}\n"
                         "DERIVATIVE s { a' = -a * a }\n";
@@ -340,7 +370,8 @@ int main(void) {
     if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_C, &why));
     CHECK_MSG(why && strstr(why, "NULL, NULL, NULL, \"ns.mod:7: no derivative code for the call net_send()\""),
               "net_send refused by FILE:LINE (%s)", why ? strstr(why, "NULL, NULL, NULL") : "no text");
-    CHECK(why && strstr(why, "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL,\n    NULL, NULL, NULL\n};")); /* no vjp_net_receive */
+    CHECK(why && strstr(why, "    NS_MECH_CUDA_ERRORS_NONE,\n    NULL,\n    0, NULL, NULL,\n    NULL, NULL, NULL,\n    NULL, NULL, "
+                             "NULL\n};")); /* no vjp_net_receive, no device products */
     ns_nmodl_free(why);
     ns_nmodl_destroy(mod);
     mod = NULL;
@@ -359,7 +390,12 @@ int main(void) {
                                    "and derivimplicit only)"),
               "euler refused by FILE:LINE (%s)", text ? strstr(text, "NULL, NULL, NULL") : "no text");
     ns_nmodl_free(text);
+    text = NULL;
+    if (mod) CHECK_OK(ns_nmodl_emit(mod, NS_NMODL_CUDA, &text));
+    CHECK_MSG(text && !strstr(text, "cuda_vjp"), "euler: no device products");
+    ns_nmodl_free(text);
     ns_nmodl_destroy(mod);
+    check_device_products();
 
     /* libraries of mechanism ABI 3 (its descriptors end before the hooks) and 4 (its
      * derivatives were Jacobians, jac_*, where 5 has vjp_*): loaded, copied into this
@@ -368,8 +404,8 @@ int main(void) {
      * read); 6: with both, without the block products of 7 (NULL: the gradients call the
      * per-instance ones); 7: with them, without NET_RECEIVE's product (ABI 8); every one before 8
      * with cuda_errors UNKNOWN (0: may fail on the device); 8: with all of them, without the
-     * constant-ion products of 9 (NULL: the gradients call vjp_*_n); older than 3 or newer than
-     * this version: refused */
+     * constant-ion products of 9 (NULL: the gradients call vjp_*_n); 9: with them, without the
+     * device products of 10 (NULL); older than 3 or newer than this version: refused */
     if (tmpdir_make("ns_grad_jac")) return 1;
     check_fallback();
     for (int version = NS_MECH_ABI_OLDEST - 1; version <= NS_MECH_ABI_VERSION + 1; ++version) {
@@ -391,7 +427,9 @@ int main(void) {
                 " .cuda_fused_current = (ns_mech_cuda_fused_fn)1, .cuda_fused_state = (ns_mech_cuda_fused_fn)1,"
                 " .vjp_init_n = (vjpn_fn)1, .vjp_current_n = (vjpn_fn)1, .vjp_state_n = (vjpn_fn)1,"
                 " .cuda_errors = NS_MECH_CUDA_ERRORS_NONE, .vjp_net_receive = (vnr_fn)1,"
-                " .vjp_init_n_ci = (vjpn_fn)1, .vjp_current_n_ci = (vjpn_fn)1, .vjp_state_n_ci = (vjpn_fn)1};\n"
+                " .vjp_init_n_ci = (vjpn_fn)1, .vjp_current_n_ci = (vjpn_fn)1, .vjp_state_n_ci = (vjpn_fn)1,"
+                " .cuda_vjp_init = (ns_mech_cuda_vjp_fn)1, .cuda_vjp_current = (ns_mech_cuda_vjp_fn)1,"
+                " .cuda_vjp_state = (ns_mech_cuda_vjp_fn)1};\n"
                 "static const ns_mech_desc *const mechs[] = {&d};\n"
                 "static const ns_mech_catalogue cat = {%d, 1, mechs};\n"
                 "const ns_mech_catalogue *ns_mech_catalogue_v1(void) { return &cat; }\n",
@@ -422,8 +460,11 @@ int main(void) {
         /* the junk NONE not read before 8: its device code may fail (a record read every interval) */
         CHECK_MSG(od && od->cuda_errors == (version >= 8 ? NS_MECH_CUDA_ERRORS_NONE : NS_MECH_CUDA_ERRORS_UNKNOWN),
                   "ABI %d: cuda_errors %d", version, od ? od->cuda_errors : -1);
-        CHECK_MSG(od && !od->vjp_init_n_ci && !od->vjp_current_n_ci && !od->vjp_state_n_ci,
-                  "ABI %d: no constant-ion products (ABI 9)", version);
+        CHECK_MSG(od && (version >= 9) == (od->vjp_init_n_ci && od->vjp_current_n_ci && od->vjp_state_n_ci) &&
+                      (version >= 9 || (!od->vjp_init_n_ci && !od->vjp_current_n_ci && !od->vjp_state_n_ci)),
+                  "ABI %d: the constant-ion products (ABI 9)", version);
+        CHECK_MSG(od && !od->cuda_vjp_init && !od->cuda_vjp_current && !od->cuda_vjp_state,
+                  "ABI %d: no device products (ABI 10)", version);
         if (version >= 7)
             CHECK_MSG(od && od->vjp_init_n && od->vjp_current_n && od->vjp_state_n, "ABI %d: its block products kept",
                       version);

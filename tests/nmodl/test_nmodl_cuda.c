@@ -6,7 +6,8 @@
  * ppack's device addresses) and on the host (init, current, state), then compared:
  * fields, node sums and ion sums within 1e-9 relative (the device's exp and
  * pow differ from glibc's in the last bit); pas's d and rhs bit for bit (no
- * exp: the device's slope is the division's double). Also tests/data/nmodl_gpu (VERBATIM C
+ * exp: the device's slope is the division's double). A density mechanism's derivative code on the device
+ * (ABI 10's cuda_vjp_*) against the host's block products at the same inputs (compare_vjp). Also tests/data/nmodl_gpu (VERBATIM C
  * that real files write: nrn_random_pick behind a POINTER slot that the C writes, VecStim's
  * Vector calls behind a BBCOREPOINTER, nrnran123 state functions, fprintf, variables of the C
  * outside the blocks; ctorgpu.mod's CONSTRUCTOR and DESTRUCTOR, which the GPU loop runs on the host
@@ -145,6 +146,58 @@ static int count_mod_files(const char *dir) {
     return n;
 }
 
+/* The derivative code on the device (ABI 10: cuda_vjp_init, cuda_vjp_current, cuda_vjp_state, a density
+ * mechanism's) against the host's block products (vjp_*_n) at the same inputs: the host's fields, v and
+ * ions after the steps copied to the device, the same output adjoints l_out (each row a pattern of
+ * signs and sizes), l_v, l_fields and l_globals (with the ion rows) from zero; each row's worst difference
+ * relative to its largest entry within 1e-9 (the device's exp, pow and multiply-adds differ from the
+ * host's in the last bits). *worst: the worst row's. 0, or -1 on a CUDA failure. */
+static int compare_vjp(const ns_mech_desc *d, ns_mech_ppack *hp, const ns_mech_ppack *dp, const double *f,
+                       double *d_f, const double *ion, double *d_ion, double *worst) {
+    *worst = 0.0;
+    const int nf = d->n_fields, ng = d->n_globals + 4 * d->n_ions, ni = d->n_ions;
+    /* v off the TABLEs' abscissae (a whole mV): there a lookup's slope is one side's or the other's, and
+     * a last bit of the index decides which */
+    for (int n = 0; n < N; ++n) hp->v[n] = -90.0 + 130.0 * ((double)n + 0.3183) / N;
+    CU(cudaMemcpy(d_f, f, sizeof(double) * (size_t)(nf ? nf : 1) * N, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dp->v, hp->v, sizeof(double) * N, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(d_ion, ion, sizeof(double) * (size_t)(ni ? ni : 1) * 5 * N, cudaMemcpyHostToDevice));
+    const size_t n_out = (size_t)nf + 2, n_in = 1 + (size_t)nf + (size_t)(ng ? ng : 1); /* rows of N */
+    double *lo = malloc(sizeof(double) * n_out * N), *h_in = malloc(sizeof(double) * n_in * N);
+    double *g_in = malloc(sizeof(double) * n_in * N), *d_lo = NULL, *d_in = NULL;
+    if (!lo || !h_in || !g_in) return -1;
+    for (size_t q = 0; q < n_out * N; ++q) lo[q] = sin(0.37 * (double)(q + 3)) * (q % 11 == 0 ? 0.0 : 1.0 + (double)(q % 5));
+    CU(cudaMalloc((void **)&d_lo, sizeof(double) * n_out * N));
+    CU(cudaMalloc((void **)&d_in, sizeof(double) * n_in * N));
+    CU(cudaMemcpy(d_lo, lo, sizeof(double) * n_out * N, cudaMemcpyHostToDevice));
+    void (*const host[3])(ns_mech_ppack *, const double *, double *, double *, double *) = {
+        d->vjp_init_n, d->vjp_current_n, d->vjp_state_n};
+    const ns_mech_cuda_vjp_fn dev[3] = {d->cuda_vjp_init, d->cuda_vjp_current, d->cuda_vjp_state};
+    for (int ph = 0; ph < 3; ++ph) {
+        memset(h_in, 0, sizeof(double) * n_in * N);
+        CU(cudaMemset(d_in, 0, sizeof(double) * n_in * N));
+        host[ph](hp, lo, h_in, h_in + N, h_in + (1 + (size_t)nf) * N);
+        CHECK(dev[ph](dp, d_lo, d_in, d_in + N, d_in + (1 + (size_t)nf) * N, NULL) == 0);
+        CU(cudaDeviceSynchronize());
+        CU(cudaMemcpy(g_in, d_in, sizeof(double) * n_in * N, cudaMemcpyDeviceToHost));
+        for (size_t r = 0; r < n_in; ++r) {
+            double big = 0.0, diff = 0.0;
+            for (int i = 0; i < N; ++i) {
+                const double a = h_in[r * N + i], b = g_in[r * N + i];
+                big = fmax(big, fabs(a));
+                if (!(fabs(a - b) <= diff)) diff = isnan(a - b) ? INFINITY : fabs(a - b);
+            }
+            const double w = big > 0.0 ? diff / big : diff > 0.0 ? INFINITY : 0.0;
+            *worst = fmax(*worst, w);
+            CHECK_MSG(w < 1e-9, "%s: the device's %s product, input row %zu: %.1e of its largest entry", d->name,
+                      ph == 0 ? "INITIAL" : ph == 1 ? "current()" : "state()", r, w);
+        }
+    }
+    cudaFree(d_lo), cudaFree(d_in);
+    free(lo), free(h_in), free(g_in);
+    return 0;
+}
+
 static int compare(const ns_mech_desc *d) {
     CHECK_MSG(!d->cuda_why_not, "%s: CUDA entry points, yet a reason for none: %s", d->name, d->cuda_why_not);
     const int point = d->kind == NS_MECH_POINT;
@@ -274,6 +327,15 @@ static int compare(const ns_mech_desc *d) {
     if (strcmp(d->name, "pas") == 0)
         CHECK_MSG(memcmp(dd, g_d, sizeof(double) * nodes) == 0 && memcmp(rhs, g_rhs, sizeof(double) * nodes) == 0,
                   "pas: the device's d or rhs is not the host's (d %.1e, rhs %.1e relative)", wd, wr);
+    /* the derivative code on the device (ABI 10): a density mechanism's wherever the host has it */
+    CHECK_MSG(point ? !d->cuda_vjp_state : !d->vjp_state_n == !d->cuda_vjp_state,
+              "%s: products on the host %s, on the device %s", d->name, d->vjp_state_n ? "yes" : "no",
+              d->cuda_vjp_state ? "yes" : "no");
+    if (!point && d->vjp_state_n && d->cuda_vjp_state) {
+        double wv = 0.0;
+        if (compare_vjp(d, &hp, &dp, f, d_f, ion, d_ion, &wv)) return -1;
+        printf("%-14s derivatives on the device: worst %.1e of a row's largest entry\n", d->name, wv);
+    }
     if (ft_d) { /* the tables' arrays, then the tables */
         ns_mech_ftable img[2];
         CU(cudaMemcpy(img, ft_d, sizeof img, cudaMemcpyDeviceToHost));

@@ -794,5 +794,6 @@ const ns_mech_desc nsm_Exp2Syn_desc = {
     NS_MECH_CUDA_ERRORS_NONE,
     nsm_Exp2Syn_vjp_net_receive,
     0, NULL, NULL,
-    NSD_Exp2Syn_VJPN_CI
+    NSD_Exp2Syn_VJPN_CI,
+    NULL, NULL, NULL
 };

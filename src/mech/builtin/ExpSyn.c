@@ -568,5 +568,6 @@ const ns_mech_desc nsm_ExpSyn_desc = {
     NS_MECH_CUDA_ERRORS_NONE,
     nsm_ExpSyn_vjp_net_receive,
     0, NULL, NULL,
-    NSD_ExpSyn_VJPN_CI
+    NSD_ExpSyn_VJPN_CI,
+    NULL, NULL, NULL
 };

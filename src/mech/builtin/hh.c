@@ -1790,6 +1790,9 @@ NSD_hh_L8_HOT void nsm_hh_vjpn_current_ci(ns_mech_ppack *p, const double *lo_, d
 int nsm_hh_cuda_init(const ns_mech_ppack *, void *);
 int nsm_hh_cuda_current(const ns_mech_ppack *, void *);
 int nsm_hh_cuda_state(const ns_mech_ppack *, void *);
+int nsm_hh_cuda_vjp_init(const ns_mech_ppack *, const double *, double *, double *, double *, void *);
+int nsm_hh_cuda_vjp_current(const ns_mech_ppack *, const double *, double *, double *, double *, void *);
+int nsm_hh_cuda_vjp_state(const ns_mech_ppack *, const double *, double *, double *, double *, void *);
 #define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, NULL
 #else
 #define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL
@@ -1824,5 +1827,10 @@ const ns_mech_desc nsm_hh_desc = {
     NS_MECH_CUDA_ERRORS_NONE,
     NULL,
     0, NULL, NULL,
-    NSD_hh_VJPN_CI
+    NSD_hh_VJPN_CI,
+#ifdef NS_MECH_WITH_CUDA
+    nsm_hh_cuda_vjp_init, nsm_hh_cuda_vjp_current, nsm_hh_cuda_vjp_state
+#else
+    NULL, NULL, NULL
+#endif
 };

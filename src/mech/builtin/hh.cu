@@ -35,3 +35,963 @@ extern "C" int nsm_hh_cuda_state(const ns_mech_ppack *p, void *stream) {
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 
+#pragma nv_diag_suppress 550
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 1 for the phases that read that many ---- */
+enum { NSD_hh_L1_K = 1 };
+#define NSD_hh_L1_FN static __device__ __forceinline__ __attribute__((unused))
+#define NSD_hh_L1_TWIN static __device__ inline __attribute__((unused))
+typedef struct nsd_hh_L1 { double v, d[NSD_hh_L1_K]; } nsd_hh_L1;
+#define NSD_hh_L1_OP(body) nsd_hh_L1 r; body; return r
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_c(double x) { NSD_hh_L1_OP(r.v = x; r.d[0] = 0.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_add(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sub(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_mul(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_div(nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_neg(nsd_hh_L1 a) { NSD_hh_L1_OP(r.v = -a.v; r.d[0] = -a.d[0]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f1(nsd_hh_L1 a, double f, double df) {
+    NSD_hh_L1_OP(r.v = f; r.d[0] = df * a.d[0]);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_exp(nsd_hh_L1 a) { const double e = nsm_exp(a.v); return nsd_hh_L1_f1(a, e, e); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_expm1(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_log(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_log10(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sqrt(nsd_hh_L1 a) { const double s = sqrt(a.v); return nsd_hh_L1_f1(a, s, 0.5 / s); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fabs(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sin(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_cos(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_tan(nsd_hh_L1 a) { const double t = tan(a.v); return nsd_hh_L1_f1(a, t, 1.0 + t * t); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_tanh(nsd_hh_L1 a) { const double t = tanh(a.v); return nsd_hh_L1_f1(a, t, 1.0 - t * t); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_atan(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_floor(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, floor(a.v), 0.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_ceil(nsd_hh_L1 a) { return nsd_hh_L1_f1(a, ceil(a.v), 0.0); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_exprelr(nsd_hh_L1 a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_L1_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_hh_L1_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow(nsd_hh_L1 a, nsd_hh_L1 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_hh_L1_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0));
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sel(int c, nsd_hh_L1 a, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fmin(nsd_hh_L1 a, nsd_hh_L1 b) { nsd_hh_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_fmax(nsd_hh_L1 a, nsd_hh_L1 b) { nsd_hh_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_add_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v + c; r.d[0] = a.d[0]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sub_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v - c; r.d[0] = a.d[0]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_mul_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v * c; r.d[0] = a.d[0] * c); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_div_r(nsd_hh_L1 a, double c) { NSD_hh_L1_OP(r.v = a.v / c; r.d[0] = a.d[0] / c); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow_r(nsd_hh_L1 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_hh_L1_f1(a, f, da);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_add_l(double c, nsd_hh_L1 b) { NSD_hh_L1_OP(r.v = c + b.v; r.d[0] = b.d[0]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_sub_l(double c, nsd_hh_L1 b) { NSD_hh_L1_OP(r.v = c - b.v; r.d[0] = -b.d[0]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_mul_l(double c, nsd_hh_L1 b) { NSD_hh_L1_OP(r.v = c * b.v; r.d[0] = c * b.d[0]); }
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_div_l(double c, nsd_hh_L1 b) {
+    NSD_hh_L1_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v);
+}
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_pow_l(double c, nsd_hh_L1 b) {
+    const double f = pow(c, b.v);
+    return nsd_hh_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_hh_L1_TWIN void nsd_hh_L1_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v);
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y);
+
+NSD_hh_L1_FN void nsd_hh_L1_p_rates_exact(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L1 L_alpha = nsd_hh_L1_c(0.0);
+    nsd_hh_L1 L_beta = nsd_hh_L1_c(0.0);
+    nsd_hh_L1 L_sum = nsd_hh_L1_c(0.0);
+    nsd_hh_L1 L_q10 = nsd_hh_L1_c(0.0);
+    L_q10 = nsd_hh_L1_c(pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0)));
+    L_alpha = nsd_hh_L1_mul_l(.1, nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 40.0)), nsd_hh_L1_c(10.0)));
+    L_beta = nsd_hh_L1_mul_l(4.0, nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 65.0)), 18.0)));
+    L_sum = nsd_hh_L1_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_L1_div_l(1.0, nsd_hh_L1_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_L1_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L1_mul_l(.07, nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 65.0)), 20.0)));
+    L_beta = nsd_hh_L1_div_l(1.0, nsd_hh_L1_add_r(nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 35.0)), 10.0)), 1.0));
+    L_sum = nsd_hh_L1_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_L1_div_l(1.0, nsd_hh_L1_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_L1_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L1_mul_l(.01, nsd_hh_L1_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 55.0)), nsd_hh_L1_c(10.0)));
+    L_beta = nsd_hh_L1_mul_l(.125, nsd_hh_L1_exp(nsd_hh_L1_div_r(nsd_hh_L1_neg(nsd_hh_L1_add_r(A_v, 65.0)), 80.0)));
+    L_sum = nsd_hh_L1_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_L1_div_l(1.0, nsd_hh_L1_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_L1_div(L_alpha, L_sum);
+}
+
+NSD_hh_L1_FN void nsd_hh_L1_p_rates(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_v) {
+    if (G_[0].v == 0.0) {
+        nsd_hh_L1_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        return;
+    }
+    const double *T_ = p->table + 0;
+    const double xi_ = T_[3] * (A_v.v - T_[2]);
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
+    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+    const double dt_ = in_ ? T_[3] : 0.0;
+    {
+        const double *c_ = T_ + 5;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F9_) = r_;
+    }
+    {
+        const double *c_ = T_ + 206;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F12_) = r_;
+    }
+    {
+        const double *c_ = T_ + 407;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F10_) = r_;
+    }
+    {
+        const double *c_ = T_ + 608;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F13_) = r_;
+    }
+    {
+        const double *c_ = T_ + 809;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F11_) = r_;
+    }
+    {
+        const double *c_ = T_ + 1010;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L1 r_ = nsd_hh_L1_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F14_) = r_;
+    }
+}
+
+NSD_hh_L1_FN nsd_hh_L1 nsd_hh_L1_f_vtrap(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_, nsd_hh_L1 A_x, nsd_hh_L1 A_y) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L1 ret_ = nsd_hh_L1_c(0.0);
+    {
+        const int c0_ = (((nsd_hh_L1_c((double)((nsd_hh_L1_fabs(nsd_hh_L1_div(A_x, A_y))).v < (nsd_hh_L1_c(1e-6)).v))).v) != 0.0), e0_ = !c0_;
+        {
+            {
+                const nsd_hh_L1 t_ = nsd_hh_L1_mul(A_y, nsd_hh_L1_sub_l(1.0, nsd_hh_L1_div_r(nsd_hh_L1_div(A_x, A_y), 2.0)));
+                ret_ = nsd_hh_L1_sel(c0_, t_, ret_);
+            }
+        }
+        {
+            {
+                const nsd_hh_L1 t_ = nsd_hh_L1_div(A_x, nsd_hh_L1_sub_r(nsd_hh_L1_exp(nsd_hh_L1_div(A_x, A_y)), 1.0));
+                ret_ = nsd_hh_L1_sel(e0_, t_, ret_);
+            }
+        }
+        (void)c0_; (void)e0_;
+    }
+    return ret_;
+}
+
+NSD_hh_L1_FN void nsd_hh_L1_d_states(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L1_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L1_add((*F15_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F12_))))), nsd_hh_L1_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L1_add((*F16_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F13_))))), nsd_hh_L1_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L1_add((*F17_), nsd_hh_L1_mul(nsd_hh_L1_sub(nsd_hh_L1_c(1.), nsd_hh_L1_exp(nsd_hh_L1_mul(nsd_hh_L1_c(p->dt), nsd_hh_L1_div_l((-1.0), (*F14_))))), nsd_hh_L1_sub((*F11_), (*F17_))));
+}
+
+NSD_hh_L1_TWIN nsd_hh_L1 nsd_hh_L1_cur(ns_mech_ppack *p, nsd_hh_L1 *F0_, nsd_hh_L1 *F1_, nsd_hh_L1 *F2_, nsd_hh_L1 *F3_, nsd_hh_L1 *F4_, nsd_hh_L1 *F5_, nsd_hh_L1 *F6_, nsd_hh_L1 *F7_, nsd_hh_L1 *F8_, nsd_hh_L1 *F9_, nsd_hh_L1 *F10_, nsd_hh_L1 *F11_, nsd_hh_L1 *F12_, nsd_hh_L1 *F13_, nsd_hh_L1 *F14_, nsd_hh_L1 *F15_, nsd_hh_L1 *F16_, nsd_hh_L1 *F17_, nsd_hh_L1 *I0_, nsd_hh_L1 *I1_, nsd_hh_L1 *G_, int i_, int node_, nsd_hh_L1 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F7_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_L1_mul((*F7_), nsd_hh_L1_sub(v_, (*I0_)));
+    (*F8_) = nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul(nsd_hh_L1_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_L1_mul((*F8_), nsd_hh_L1_sub(v_, (*I1_)));
+    (*F6_) = nsd_hh_L1_mul((*F2_), nsd_hh_L1_sub(v_, (*F3_)));
+    nsd_hh_L1 c_ = nsd_hh_L1_c(0.0);
+    c_ = nsd_hh_L1_add(c_, (*F4_));
+    c_ = nsd_hh_L1_add(c_, (*F5_));
+    c_ = nsd_hh_L1_add(c_, (*F6_));
+    return c_;
+}
+
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 10 for the phases that read that many ---- */
+enum { NSD_hh_L10_K = 10 };
+#define NSD_hh_L10_FN static __device__ __forceinline__ __attribute__((unused))
+#define NSD_hh_L10_TWIN static __device__ inline __attribute__((unused))
+typedef struct nsd_hh_L10 { double v, d[NSD_hh_L10_K]; } nsd_hh_L10;
+#define NSD_hh_L10_OP(body) nsd_hh_L10 r; body; return r
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_c(double x) { NSD_hh_L10_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0; r.d[3] = 0.0; r.d[4] = 0.0; r.d[5] = 0.0; r.d[6] = 0.0; r.d[7] = 0.0; r.d[8] = 0.0; r.d[9] = 0.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_add(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]; r.d[3] = a.d[3] + b.d[3]; r.d[4] = a.d[4] + b.d[4]; r.d[5] = a.d[5] + b.d[5]; r.d[6] = a.d[6] + b.d[6]; r.d[7] = a.d[7] + b.d[7]; r.d[8] = a.d[8] + b.d[8]; r.d[9] = a.d[9] + b.d[9]);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sub(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]; r.d[3] = a.d[3] - b.d[3]; r.d[4] = a.d[4] - b.d[4]; r.d[5] = a.d[5] - b.d[5]; r.d[6] = a.d[6] - b.d[6]; r.d[7] = a.d[7] - b.d[7]; r.d[8] = a.d[8] - b.d[8]; r.d[9] = a.d[9] - b.d[9]);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_mul(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]; r.d[3] = a.d[3] * b.v + a.v * b.d[3]; r.d[4] = a.d[4] * b.v + a.v * b.d[4]; r.d[5] = a.d[5] * b.v + a.v * b.d[5]; r.d[6] = a.d[6] * b.v + a.v * b.d[6]; r.d[7] = a.d[7] * b.v + a.v * b.d[7]; r.d[8] = a.d[8] * b.v + a.v * b.d[8]; r.d[9] = a.d[9] * b.v + a.v * b.d[9]);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_div(nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v; r.d[3] = (a.d[3] - r.v * b.d[3]) / b.v; r.d[4] = (a.d[4] - r.v * b.d[4]) / b.v; r.d[5] = (a.d[5] - r.v * b.d[5]) / b.v; r.d[6] = (a.d[6] - r.v * b.d[6]) / b.v; r.d[7] = (a.d[7] - r.v * b.d[7]) / b.v; r.d[8] = (a.d[8] - r.v * b.d[8]) / b.v; r.d[9] = (a.d[9] - r.v * b.d[9]) / b.v);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_neg(nsd_hh_L10 a) { NSD_hh_L10_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]; r.d[3] = -a.d[3]; r.d[4] = -a.d[4]; r.d[5] = -a.d[5]; r.d[6] = -a.d[6]; r.d[7] = -a.d[7]; r.d[8] = -a.d[8]; r.d[9] = -a.d[9]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_f1(nsd_hh_L10 a, double f, double df) {
+    NSD_hh_L10_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]; r.d[3] = df * a.d[3]; r.d[4] = df * a.d[4]; r.d[5] = df * a.d[5]; r.d[6] = df * a.d[6]; r.d[7] = df * a.d[7]; r.d[8] = df * a.d[8]; r.d[9] = df * a.d[9]);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_exp(nsd_hh_L10 a) { const double e = nsm_exp(a.v); return nsd_hh_L10_f1(a, e, e); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_expm1(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_log(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_log10(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sqrt(nsd_hh_L10 a) { const double s = sqrt(a.v); return nsd_hh_L10_f1(a, s, 0.5 / s); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_fabs(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sin(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_cos(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_tan(nsd_hh_L10 a) { const double t = tan(a.v); return nsd_hh_L10_f1(a, t, 1.0 + t * t); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_tanh(nsd_hh_L10 a) { const double t = tanh(a.v); return nsd_hh_L10_f1(a, t, 1.0 - t * t); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_atan(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_floor(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, floor(a.v), 0.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_ceil(nsd_hh_L10 a) { return nsd_hh_L10_f1(a, ceil(a.v), 0.0); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_exprelr(nsd_hh_L10 a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_L10_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_hh_L10_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_pow(nsd_hh_L10 a, nsd_hh_L10 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_hh_L10_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0); r.d[3] = da * a.d[3] + (b.d[3] != 0.0 ? db * b.d[3] : 0.0); r.d[4] = da * a.d[4] + (b.d[4] != 0.0 ? db * b.d[4] : 0.0); r.d[5] = da * a.d[5] + (b.d[5] != 0.0 ? db * b.d[5] : 0.0); r.d[6] = da * a.d[6] + (b.d[6] != 0.0 ? db * b.d[6] : 0.0); r.d[7] = da * a.d[7] + (b.d[7] != 0.0 ? db * b.d[7] : 0.0); r.d[8] = da * a.d[8] + (b.d[8] != 0.0 ? db * b.d[8] : 0.0); r.d[9] = da * a.d[9] + (b.d[9] != 0.0 ? db * b.d[9] : 0.0));
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sel(int c, nsd_hh_L10 a, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]; r.d[3] = c ? a.d[3] : b.d[3]; r.d[4] = c ? a.d[4] : b.d[4]; r.d[5] = c ? a.d[5] : b.d[5]; r.d[6] = c ? a.d[6] : b.d[6]; r.d[7] = c ? a.d[7] : b.d[7]; r.d[8] = c ? a.d[8] : b.d[8]; r.d[9] = c ? a.d[9] : b.d[9]);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_fmin(nsd_hh_L10 a, nsd_hh_L10 b) { nsd_hh_L10 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_fmax(nsd_hh_L10 a, nsd_hh_L10 b) { nsd_hh_L10 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_add_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]; r.d[4] = a.d[4]; r.d[5] = a.d[5]; r.d[6] = a.d[6]; r.d[7] = a.d[7]; r.d[8] = a.d[8]; r.d[9] = a.d[9]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sub_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]; r.d[4] = a.d[4]; r.d[5] = a.d[5]; r.d[6] = a.d[6]; r.d[7] = a.d[7]; r.d[8] = a.d[8]; r.d[9] = a.d[9]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_mul_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c; r.d[3] = a.d[3] * c; r.d[4] = a.d[4] * c; r.d[5] = a.d[5] * c; r.d[6] = a.d[6] * c; r.d[7] = a.d[7] * c; r.d[8] = a.d[8] * c; r.d[9] = a.d[9] * c); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_div_r(nsd_hh_L10 a, double c) { NSD_hh_L10_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c; r.d[3] = a.d[3] / c; r.d[4] = a.d[4] / c; r.d[5] = a.d[5] / c; r.d[6] = a.d[6] / c; r.d[7] = a.d[7] / c; r.d[8] = a.d[8] / c; r.d[9] = a.d[9] / c); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_pow_r(nsd_hh_L10 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_hh_L10_f1(a, f, da);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_add_l(double c, nsd_hh_L10 b) { NSD_hh_L10_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]; r.d[3] = b.d[3]; r.d[4] = b.d[4]; r.d[5] = b.d[5]; r.d[6] = b.d[6]; r.d[7] = b.d[7]; r.d[8] = b.d[8]; r.d[9] = b.d[9]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_sub_l(double c, nsd_hh_L10 b) { NSD_hh_L10_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]; r.d[3] = -b.d[3]; r.d[4] = -b.d[4]; r.d[5] = -b.d[5]; r.d[6] = -b.d[6]; r.d[7] = -b.d[7]; r.d[8] = -b.d[8]; r.d[9] = -b.d[9]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_mul_l(double c, nsd_hh_L10 b) { NSD_hh_L10_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]; r.d[3] = c * b.d[3]; r.d[4] = c * b.d[4]; r.d[5] = c * b.d[5]; r.d[6] = c * b.d[6]; r.d[7] = c * b.d[7]; r.d[8] = c * b.d[8]; r.d[9] = c * b.d[9]); }
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_div_l(double c, nsd_hh_L10 b) {
+    NSD_hh_L10_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v; r.d[3] = -r.v * b.d[3] / b.v; r.d[4] = -r.v * b.d[4] / b.v; r.d[5] = -r.v * b.d[5] / b.v; r.d[6] = -r.v * b.d[6] / b.v; r.d[7] = -r.v * b.d[7] / b.v; r.d[8] = -r.v * b.d[8] / b.v; r.d[9] = -r.v * b.d[9] / b.v);
+}
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_pow_l(double c, nsd_hh_L10 b) {
+    const double f = pow(c, b.v);
+    return nsd_hh_L10_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_hh_L10_TWIN void nsd_hh_L10_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+NSD_hh_L10_FN void nsd_hh_L10_p_rates(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v);
+NSD_hh_L10_FN void nsd_hh_L10_p_rates_exact(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v);
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_f_vtrap(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_x, nsd_hh_L10 A_y);
+
+NSD_hh_L10_FN void nsd_hh_L10_p_rates_exact(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L10 L_alpha = nsd_hh_L10_c(0.0);
+    nsd_hh_L10 L_beta = nsd_hh_L10_c(0.0);
+    nsd_hh_L10 L_sum = nsd_hh_L10_c(0.0);
+    nsd_hh_L10 L_q10 = nsd_hh_L10_c(0.0);
+    L_q10 = nsd_hh_L10_c(pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0)));
+    L_alpha = nsd_hh_L10_mul_l(.1, nsd_hh_L10_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 40.0)), nsd_hh_L10_c(10.0)));
+    L_beta = nsd_hh_L10_mul_l(4.0, nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 65.0)), 18.0)));
+    L_sum = nsd_hh_L10_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_L10_div_l(1.0, nsd_hh_L10_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_L10_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L10_mul_l(.07, nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 65.0)), 20.0)));
+    L_beta = nsd_hh_L10_div_l(1.0, nsd_hh_L10_add_r(nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 35.0)), 10.0)), 1.0));
+    L_sum = nsd_hh_L10_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_L10_div_l(1.0, nsd_hh_L10_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_L10_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L10_mul_l(.01, nsd_hh_L10_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 55.0)), nsd_hh_L10_c(10.0)));
+    L_beta = nsd_hh_L10_mul_l(.125, nsd_hh_L10_exp(nsd_hh_L10_div_r(nsd_hh_L10_neg(nsd_hh_L10_add_r(A_v, 65.0)), 80.0)));
+    L_sum = nsd_hh_L10_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_L10_div_l(1.0, nsd_hh_L10_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_L10_div(L_alpha, L_sum);
+}
+
+NSD_hh_L10_FN void nsd_hh_L10_p_rates(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_v) {
+    if (G_[0].v == 0.0) {
+        nsd_hh_L10_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        return;
+    }
+    const double *T_ = p->table + 0;
+    const double xi_ = T_[3] * (A_v.v - T_[2]);
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
+    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+    const double dt_ = in_ ? T_[3] : 0.0;
+    {
+        const double *c_ = T_ + 5;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F9_) = r_;
+    }
+    {
+        const double *c_ = T_ + 206;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F12_) = r_;
+    }
+    {
+        const double *c_ = T_ + 407;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F10_) = r_;
+    }
+    {
+        const double *c_ = T_ + 608;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F13_) = r_;
+    }
+    {
+        const double *c_ = T_ + 809;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F11_) = r_;
+    }
+    {
+        const double *c_ = T_ + 1010;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L10 r_ = nsd_hh_L10_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F14_) = r_;
+    }
+}
+
+NSD_hh_L10_FN nsd_hh_L10 nsd_hh_L10_f_vtrap(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_, nsd_hh_L10 A_x, nsd_hh_L10 A_y) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L10 ret_ = nsd_hh_L10_c(0.0);
+    {
+        const int c1_ = (((nsd_hh_L10_c((double)((nsd_hh_L10_fabs(nsd_hh_L10_div(A_x, A_y))).v < (nsd_hh_L10_c(1e-6)).v))).v) != 0.0), e1_ = !c1_;
+        {
+            {
+                const nsd_hh_L10 t_ = nsd_hh_L10_mul(A_y, nsd_hh_L10_sub_l(1.0, nsd_hh_L10_div_r(nsd_hh_L10_div(A_x, A_y), 2.0)));
+                ret_ = nsd_hh_L10_sel(c1_, t_, ret_);
+            }
+        }
+        {
+            {
+                const nsd_hh_L10 t_ = nsd_hh_L10_div(A_x, nsd_hh_L10_sub_r(nsd_hh_L10_exp(nsd_hh_L10_div(A_x, A_y)), 1.0));
+                ret_ = nsd_hh_L10_sel(e1_, t_, ret_);
+            }
+        }
+        (void)c1_; (void)e1_;
+    }
+    return ret_;
+}
+
+NSD_hh_L10_FN void nsd_hh_L10_d_states(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L10_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L10_add((*F15_), nsd_hh_L10_mul(nsd_hh_L10_sub(nsd_hh_L10_c(1.), nsd_hh_L10_exp(nsd_hh_L10_mul(nsd_hh_L10_c(p->dt), nsd_hh_L10_div_l((-1.0), (*F12_))))), nsd_hh_L10_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L10_add((*F16_), nsd_hh_L10_mul(nsd_hh_L10_sub(nsd_hh_L10_c(1.), nsd_hh_L10_exp(nsd_hh_L10_mul(nsd_hh_L10_c(p->dt), nsd_hh_L10_div_l((-1.0), (*F13_))))), nsd_hh_L10_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L10_add((*F17_), nsd_hh_L10_mul(nsd_hh_L10_sub(nsd_hh_L10_c(1.), nsd_hh_L10_exp(nsd_hh_L10_mul(nsd_hh_L10_c(p->dt), nsd_hh_L10_div_l((-1.0), (*F14_))))), nsd_hh_L10_sub((*F11_), (*F17_))));
+}
+
+NSD_hh_L10_TWIN nsd_hh_L10 nsd_hh_L10_cur(ns_mech_ppack *p, nsd_hh_L10 *F0_, nsd_hh_L10 *F1_, nsd_hh_L10 *F2_, nsd_hh_L10 *F3_, nsd_hh_L10 *F4_, nsd_hh_L10 *F5_, nsd_hh_L10 *F6_, nsd_hh_L10 *F7_, nsd_hh_L10 *F8_, nsd_hh_L10 *F9_, nsd_hh_L10 *F10_, nsd_hh_L10 *F11_, nsd_hh_L10 *F12_, nsd_hh_L10 *F13_, nsd_hh_L10 *F14_, nsd_hh_L10 *F15_, nsd_hh_L10 *F16_, nsd_hh_L10 *F17_, nsd_hh_L10 *I0_, nsd_hh_L10 *I1_, nsd_hh_L10 *G_, int i_, int node_, nsd_hh_L10 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F7_) = nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_L10_mul((*F7_), nsd_hh_L10_sub(v_, (*I0_)));
+    (*F8_) = nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul(nsd_hh_L10_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_L10_mul((*F8_), nsd_hh_L10_sub(v_, (*I1_)));
+    (*F6_) = nsd_hh_L10_mul((*F2_), nsd_hh_L10_sub(v_, (*F3_)));
+    nsd_hh_L10 c_ = nsd_hh_L10_c(0.0);
+    c_ = nsd_hh_L10_add(c_, (*F4_));
+    c_ = nsd_hh_L10_add(c_, (*F5_));
+    c_ = nsd_hh_L10_add(c_, (*F6_));
+    return c_;
+}
+
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 4 for the phases that read that many ---- */
+enum { NSD_hh_L4_K = 4 };
+#define NSD_hh_L4_FN static __device__ __forceinline__ __attribute__((unused))
+#define NSD_hh_L4_TWIN static __device__ inline __attribute__((unused))
+typedef struct nsd_hh_L4 { double v, d[NSD_hh_L4_K]; } nsd_hh_L4;
+#define NSD_hh_L4_OP(body) nsd_hh_L4 r; body; return r
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_c(double x) { NSD_hh_L4_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0; r.d[3] = 0.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_add(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]; r.d[3] = a.d[3] + b.d[3]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sub(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]; r.d[3] = a.d[3] - b.d[3]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_mul(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]; r.d[3] = a.d[3] * b.v + a.v * b.d[3]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_div(nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v; r.d[3] = (a.d[3] - r.v * b.d[3]) / b.v);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_neg(nsd_hh_L4 a) { NSD_hh_L4_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]; r.d[3] = -a.d[3]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f1(nsd_hh_L4 a, double f, double df) {
+    NSD_hh_L4_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]; r.d[3] = df * a.d[3]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_exp(nsd_hh_L4 a) { const double e = nsm_exp(a.v); return nsd_hh_L4_f1(a, e, e); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_expm1(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, expm1(a.v), exp(a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_log(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, log(a.v), 1.0 / a.v); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_log10(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sqrt(nsd_hh_L4 a) { const double s = sqrt(a.v); return nsd_hh_L4_f1(a, s, 0.5 / s); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fabs(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sin(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, sin(a.v), cos(a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_cos(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, cos(a.v), -sin(a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_tan(nsd_hh_L4 a) { const double t = tan(a.v); return nsd_hh_L4_f1(a, t, 1.0 + t * t); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_tanh(nsd_hh_L4 a) { const double t = tanh(a.v); return nsd_hh_L4_f1(a, t, 1.0 - t * t); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_atan(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_floor(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, floor(a.v), 0.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_ceil(nsd_hh_L4 a) { return nsd_hh_L4_f1(a, ceil(a.v), 0.0); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_exprelr(nsd_hh_L4 a) {
+    if (1.0 + a.v == 1.0) return nsd_hh_L4_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_hh_L4_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow(nsd_hh_L4 a, nsd_hh_L4 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_hh_L4_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0); r.d[3] = da * a.d[3] + (b.d[3] != 0.0 ? db * b.d[3] : 0.0));
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sel(int c, nsd_hh_L4 a, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]; r.d[3] = c ? a.d[3] : b.d[3]);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fmin(nsd_hh_L4 a, nsd_hh_L4 b) { nsd_hh_L4 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_fmax(nsd_hh_L4 a, nsd_hh_L4 b) { nsd_hh_L4 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_add_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sub_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]; r.d[3] = a.d[3]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_mul_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c; r.d[3] = a.d[3] * c); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_div_r(nsd_hh_L4 a, double c) { NSD_hh_L4_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c; r.d[3] = a.d[3] / c); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow_r(nsd_hh_L4 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_hh_L4_f1(a, f, da);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_add_l(double c, nsd_hh_L4 b) { NSD_hh_L4_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]; r.d[3] = b.d[3]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_sub_l(double c, nsd_hh_L4 b) { NSD_hh_L4_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]; r.d[3] = -b.d[3]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_mul_l(double c, nsd_hh_L4 b) { NSD_hh_L4_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]; r.d[3] = c * b.d[3]); }
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_div_l(double c, nsd_hh_L4 b) {
+    NSD_hh_L4_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v; r.d[3] = -r.v * b.d[3] / b.v);
+}
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_pow_l(double c, nsd_hh_L4 b) {
+    const double f = pow(c, b.v);
+    return nsd_hh_L4_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_hh_L4_TWIN void nsd_hh_L4_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v);
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y);
+
+NSD_hh_L4_FN void nsd_hh_L4_p_rates_exact(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L4 L_alpha = nsd_hh_L4_c(0.0);
+    nsd_hh_L4 L_beta = nsd_hh_L4_c(0.0);
+    nsd_hh_L4 L_sum = nsd_hh_L4_c(0.0);
+    nsd_hh_L4 L_q10 = nsd_hh_L4_c(0.0);
+    L_q10 = nsd_hh_L4_c(pow(3.0, NSM_DIVC((p->celsius - 6.3), 10.0)));
+    L_alpha = nsd_hh_L4_mul_l(.1, nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 40.0)), nsd_hh_L4_c(10.0)));
+    L_beta = nsd_hh_L4_mul_l(4.0, nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 65.0)), 18.0)));
+    L_sum = nsd_hh_L4_add(L_alpha, L_beta);
+    (*F12_) = nsd_hh_L4_div_l(1.0, nsd_hh_L4_mul(L_q10, L_sum));
+    (*F9_) = nsd_hh_L4_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L4_mul_l(.07, nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 65.0)), 20.0)));
+    L_beta = nsd_hh_L4_div_l(1.0, nsd_hh_L4_add_r(nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 35.0)), 10.0)), 1.0));
+    L_sum = nsd_hh_L4_add(L_alpha, L_beta);
+    (*F13_) = nsd_hh_L4_div_l(1.0, nsd_hh_L4_mul(L_q10, L_sum));
+    (*F10_) = nsd_hh_L4_div(L_alpha, L_sum);
+    L_alpha = nsd_hh_L4_mul_l(.01, nsd_hh_L4_f_vtrap(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 55.0)), nsd_hh_L4_c(10.0)));
+    L_beta = nsd_hh_L4_mul_l(.125, nsd_hh_L4_exp(nsd_hh_L4_div_r(nsd_hh_L4_neg(nsd_hh_L4_add_r(A_v, 65.0)), 80.0)));
+    L_sum = nsd_hh_L4_add(L_alpha, L_beta);
+    (*F14_) = nsd_hh_L4_div_l(1.0, nsd_hh_L4_mul(L_q10, L_sum));
+    (*F11_) = nsd_hh_L4_div(L_alpha, L_sum);
+}
+
+NSD_hh_L4_FN void nsd_hh_L4_p_rates(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_v) {
+    if (G_[0].v == 0.0) {
+        nsd_hh_L4_p_rates_exact(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, A_v);
+        return;
+    }
+    const double *T_ = p->table + 0;
+    const double xi_ = T_[3] * (A_v.v - T_[2]);
+    const int in_ = (xi_ > 0.) & (xi_ < 200.), hi_ = xi_ >= 200., nan_ = xi_ != xi_;
+    const double xc_ = xi_ == xi_ ? xi_ : 0.0, xd_ = xc_ < 201. ? xc_ : 201.;
+    const double xs_ = (xd_ > -1. ? xd_ : -1.) * (double)in_;
+    const int j_ = (int)xs_, k_ = j_ * in_ + 200 * hi_, k1_ = k_ + (k_ < 200);
+    const double t_ = (xs_ - (double)j_) + (nan_ ? xi_ : 0.0);
+    const double dt_ = in_ ? T_[3] : 0.0;
+    {
+        const double *c_ = T_ + 5;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F9_) = r_;
+    }
+    {
+        const double *c_ = T_ + 206;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F12_) = r_;
+    }
+    {
+        const double *c_ = T_ + 407;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F10_) = r_;
+    }
+    {
+        const double *c_ = T_ + 608;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F13_) = r_;
+    }
+    {
+        const double *c_ = T_ + 809;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F11_) = r_;
+    }
+    {
+        const double *c_ = T_ + 1010;
+        const double a_ = c_[k_], b_ = c_[k1_];
+        nsd_hh_L4 r_ = nsd_hh_L4_f1(A_v, a_ + t_ * (b_ - a_), (b_ - a_) * dt_);
+        (*F14_) = r_;
+    }
+}
+
+NSD_hh_L4_FN nsd_hh_L4 nsd_hh_L4_f_vtrap(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_, nsd_hh_L4 A_x, nsd_hh_L4 A_y) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L4 ret_ = nsd_hh_L4_c(0.0);
+    {
+        const int c2_ = (((nsd_hh_L4_c((double)((nsd_hh_L4_fabs(nsd_hh_L4_div(A_x, A_y))).v < (nsd_hh_L4_c(1e-6)).v))).v) != 0.0), e2_ = !c2_;
+        {
+            {
+                const nsd_hh_L4 t_ = nsd_hh_L4_mul(A_y, nsd_hh_L4_sub_l(1.0, nsd_hh_L4_div_r(nsd_hh_L4_div(A_x, A_y), 2.0)));
+                ret_ = nsd_hh_L4_sel(c2_, t_, ret_);
+            }
+        }
+        {
+            {
+                const nsd_hh_L4 t_ = nsd_hh_L4_div(A_x, nsd_hh_L4_sub_r(nsd_hh_L4_exp(nsd_hh_L4_div(A_x, A_y)), 1.0));
+                ret_ = nsd_hh_L4_sel(e2_, t_, ret_);
+            }
+        }
+        (void)c2_; (void)e2_;
+    }
+    return ret_;
+}
+
+NSD_hh_L4_FN void nsd_hh_L4_d_states(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
+    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;
+    nsd_hh_L4_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = nsd_hh_L4_add((*F15_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F12_))))), nsd_hh_L4_sub((*F9_), (*F15_))));
+    (*F16_) = nsd_hh_L4_add((*F16_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F13_))))), nsd_hh_L4_sub((*F10_), (*F16_))));
+    (*F17_) = nsd_hh_L4_add((*F17_), nsd_hh_L4_mul(nsd_hh_L4_sub(nsd_hh_L4_c(1.), nsd_hh_L4_exp(nsd_hh_L4_mul(nsd_hh_L4_c(p->dt), nsd_hh_L4_div_l((-1.0), (*F14_))))), nsd_hh_L4_sub((*F11_), (*F17_))));
+}
+
+NSD_hh_L4_TWIN nsd_hh_L4 nsd_hh_L4_cur(ns_mech_ppack *p, nsd_hh_L4 *F0_, nsd_hh_L4 *F1_, nsd_hh_L4 *F2_, nsd_hh_L4 *F3_, nsd_hh_L4 *F4_, nsd_hh_L4 *F5_, nsd_hh_L4 *F6_, nsd_hh_L4 *F7_, nsd_hh_L4 *F8_, nsd_hh_L4 *F9_, nsd_hh_L4 *F10_, nsd_hh_L4 *F11_, nsd_hh_L4 *F12_, nsd_hh_L4 *F13_, nsd_hh_L4 *F14_, nsd_hh_L4 *F15_, nsd_hh_L4 *F16_, nsd_hh_L4 *F17_, nsd_hh_L4 *I0_, nsd_hh_L4 *I1_, nsd_hh_L4 *G_, int i_, int node_, nsd_hh_L4 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F7_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F0_), (*F15_)), (*F15_)), (*F15_)), (*F16_));
+    (*F4_) = nsd_hh_L4_mul((*F7_), nsd_hh_L4_sub(v_, (*I0_)));
+    (*F8_) = nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul(nsd_hh_L4_mul((*F1_), (*F17_)), (*F17_)), (*F17_)), (*F17_));
+    (*F5_) = nsd_hh_L4_mul((*F8_), nsd_hh_L4_sub(v_, (*I1_)));
+    (*F6_) = nsd_hh_L4_mul((*F2_), nsd_hh_L4_sub(v_, (*F3_)));
+    nsd_hh_L4 c_ = nsd_hh_L4_c(0.0);
+    c_ = nsd_hh_L4_add(c_, (*F4_));
+    c_ = nsd_hh_L4_add(c_, (*F5_));
+    c_ = nsd_hh_L4_add(c_, (*F6_));
+    return c_;
+}
+
+NSD_hh_L1_FN void nsm_hh_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_hh_L1 G_[1], v_ = nsd_hh_L1_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    nsd_hh_L1 Fd0_ = nsd_hh_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_hh_L1 Fd1_ = nsd_hh_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_hh_L1 Fd2_ = nsd_hh_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_hh_L1 Fd3_ = nsd_hh_L1_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_hh_L1 Fd4_ = nsd_hh_L1_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_hh_L1 Fd5_ = nsd_hh_L1_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_hh_L1 Fd6_ = nsd_hh_L1_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_hh_L1 Fd7_ = nsd_hh_L1_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    nsd_hh_L1 Fd8_ = nsd_hh_L1_c(p->field[8][i_]), *F8_ = &Fd8_; (void)F8_;
+    nsd_hh_L1 Fd9_ = nsd_hh_L1_c(p->field[9][i_]), *F9_ = &Fd9_; (void)F9_;
+    nsd_hh_L1 Fd10_ = nsd_hh_L1_c(p->field[10][i_]), *F10_ = &Fd10_; (void)F10_;
+    nsd_hh_L1 Fd11_ = nsd_hh_L1_c(p->field[11][i_]), *F11_ = &Fd11_; (void)F11_;
+    nsd_hh_L1 Fd12_ = nsd_hh_L1_c(p->field[12][i_]), *F12_ = &Fd12_; (void)F12_;
+    nsd_hh_L1 Fd13_ = nsd_hh_L1_c(p->field[13][i_]), *F13_ = &Fd13_; (void)F13_;
+    nsd_hh_L1 Fd14_ = nsd_hh_L1_c(p->field[14][i_]), *F14_ = &Fd14_; (void)F14_;
+    nsd_hh_L1 Fd15_ = nsd_hh_L1_c(p->field[15][i_]), *F15_ = &Fd15_; (void)F15_;
+    nsd_hh_L1 Fd16_ = nsd_hh_L1_c(p->field[16][i_]), *F16_ = &Fd16_; (void)F16_;
+    nsd_hh_L1 Fd17_ = nsd_hh_L1_c(p->field[17][i_]), *F17_ = &Fd17_; (void)F17_;
+    G_[0] = nsd_hh_L1_c(p->global[0]);
+    nsd_hh_L1 Id0_ = nsd_hh_L1_c(p->ion[0].e[NSM_ION(0)]), *I0_ = &Id0_;
+    (void)I0_;
+    nsd_hh_L1 Id1_ = nsd_hh_L1_c(p->ion[1].e[NSM_ION(1)]), *I1_ = &Id1_;
+    (void)I1_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    (*F15_) = nsd_hh_L1_c(0);
+    (*F16_) = nsd_hh_L1_c(0);
+    (*F17_) = nsd_hh_L1_c(0);
+    nsd_hh_L1_p_rates(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_, v_);
+    (*F15_) = (*F9_);
+    (*F16_) = (*F10_);
+    (*F17_) = (*F11_);
+    double a_[1];
+    a_[0] = 0.0;
+    {
+        const double l_ = lo_[9 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd9_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[10 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd10_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[11 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd11_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[12 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd12_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[13 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd13_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[14 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd14_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[15 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd15_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[16 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd16_.d[0] : 0.0);
+    }
+    {
+        const double l_ = lo_[17 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd17_.d[0] : 0.0);
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += lo_[3 * s_];
+    lf_[4 * s_] += lo_[4 * s_];
+    lf_[5 * s_] += lo_[5 * s_];
+    lf_[6 * s_] += lo_[6 * s_];
+    lf_[7 * s_] += lo_[7 * s_];
+    lf_[8 * s_] += lo_[8 * s_];
+}
+
+__global__ void nsm_hh_k_vjp_init(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pp.n) return;
+    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
+    nsm_hh_vjpa_init(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);
+}
+extern "C" int nsm_hh_cuda_vjp_init(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, double *lg, void *stream) {
+    if (p->n <= 0) return 0;
+    const int threads = 128;
+    nsm_hh_k_vjp_init<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+NSD_hh_L10_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_hh_L10 G_[1], v_ = nsd_hh_L10_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    nsd_hh_L10 Fd0_ = nsd_hh_L10_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_hh_L10 Fd1_ = nsd_hh_L10_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_hh_L10 Fd2_ = nsd_hh_L10_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_hh_L10 Fd3_ = nsd_hh_L10_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_hh_L10 Fd4_ = nsd_hh_L10_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_hh_L10 Fd5_ = nsd_hh_L10_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_hh_L10 Fd6_ = nsd_hh_L10_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_hh_L10 Fd7_ = nsd_hh_L10_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    nsd_hh_L10 Fd8_ = nsd_hh_L10_c(p->field[8][i_]), *F8_ = &Fd8_; (void)F8_;
+    nsd_hh_L10 Fd9_ = nsd_hh_L10_c(p->field[9][i_]), *F9_ = &Fd9_; (void)F9_;
+    nsd_hh_L10 Fd10_ = nsd_hh_L10_c(p->field[10][i_]), *F10_ = &Fd10_; (void)F10_;
+    nsd_hh_L10 Fd11_ = nsd_hh_L10_c(p->field[11][i_]), *F11_ = &Fd11_; (void)F11_;
+    nsd_hh_L10 Fd12_ = nsd_hh_L10_c(p->field[12][i_]), *F12_ = &Fd12_; (void)F12_;
+    nsd_hh_L10 Fd13_ = nsd_hh_L10_c(p->field[13][i_]), *F13_ = &Fd13_; (void)F13_;
+    nsd_hh_L10 Fd14_ = nsd_hh_L10_c(p->field[14][i_]), *F14_ = &Fd14_; (void)F14_;
+    nsd_hh_L10 Fd15_ = nsd_hh_L10_c(p->field[15][i_]), *F15_ = &Fd15_; (void)F15_;
+    nsd_hh_L10 Fd16_ = nsd_hh_L10_c(p->field[16][i_]), *F16_ = &Fd16_; (void)F16_;
+    nsd_hh_L10 Fd17_ = nsd_hh_L10_c(p->field[17][i_]), *F17_ = &Fd17_; (void)F17_;
+    G_[0] = nsd_hh_L10_c(p->global[0]);
+    Fd0_.d[1] = 1.0;
+    Fd1_.d[2] = 1.0;
+    Fd2_.d[3] = 1.0;
+    Fd3_.d[4] = 1.0;
+    Fd15_.d[5] = 1.0;
+    Fd16_.d[6] = 1.0;
+    Fd17_.d[7] = 1.0;
+    nsd_hh_L10 Id0_ = nsd_hh_L10_c(p->ion[0].e[NSM_ION(0)]), *I0_ = &Id0_;
+    (void)I0_;
+    Id0_.d[8] = 1.0;
+    nsd_hh_L10 Id1_ = nsd_hh_L10_c(p->ion[1].e[NSM_ION(1)]), *I1_ = &Id1_;
+    (void)I1_;
+    Id1_.d[9] = 1.0;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_hh_L10 g_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L10_add(v_, nsd_hh_L10_c(.001)));
+    nsd_hh_L10 rhs_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
+    g_ = nsd_hh_L10_div(nsd_hh_L10_sub(g_, rhs_), nsd_hh_L10_c(.001));
+    double a_[10];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0; a_[5] = 0.0; a_[6] = 0.0; a_[7] = 0.0; a_[8] = 0.0; a_[9] = 0.0;
+    {
+        const double l_ = lo_[0 * s_];
+        a_[1] = a_[1] + l_;
+    }
+    {
+        const double l_ = lo_[1 * s_];
+        a_[2] = a_[2] + l_;
+    }
+    {
+        const double l_ = lo_[2 * s_];
+        a_[3] = a_[3] + l_;
+    }
+    {
+        const double l_ = lo_[3 * s_];
+        a_[4] = a_[4] + l_;
+    }
+    {
+        const double l_ = lo_[4 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd4_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd4_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd4_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd4_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd4_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd4_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd4_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd4_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd4_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd4_.d[9] : 0.0);
+    }
+    {
+        const double l_ = lo_[5 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd5_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd5_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd5_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd5_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd5_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd5_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd5_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd5_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd5_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd5_.d[9] : 0.0);
+    }
+    {
+        const double l_ = lo_[6 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd6_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd6_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd6_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd6_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd6_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd6_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd6_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd6_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd6_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd6_.d[9] : 0.0);
+    }
+    {
+        const double l_ = lo_[7 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd7_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd7_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd7_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd7_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd7_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd7_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd7_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd7_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd7_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd7_.d[9] : 0.0);
+    }
+    {
+        const double l_ = lo_[8 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd8_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd8_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd8_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd8_.d[3] : 0.0); a_[4] = a_[4] + l_ * (l_ != 0.0 ? Fd8_.d[4] : 0.0); a_[5] = a_[5] + l_ * (l_ != 0.0 ? Fd8_.d[5] : 0.0); a_[6] = a_[6] + l_ * (l_ != 0.0 ? Fd8_.d[6] : 0.0); a_[7] = a_[7] + l_ * (l_ != 0.0 ? Fd8_.d[7] : 0.0); a_[8] = a_[8] + l_ * (l_ != 0.0 ? Fd8_.d[8] : 0.0); a_[9] = a_[9] + l_ * (l_ != 0.0 ? Fd8_.d[9] : 0.0);
+    }
+    {
+        const double l_ = lo_[15 * s_];
+        a_[5] = a_[5] + l_;
+    }
+    {
+        const double l_ = lo_[16 * s_];
+        a_[6] = a_[6] + l_;
+    }
+    {
+        const double l_ = lo_[17 * s_];
+        a_[7] = a_[7] + l_;
+    }
+    {
+        const double lr_ = lo_[18 * s_], ld_ = lo_[19 * s_];
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0); a_[3] = a_[3] - lr_ * (lr_ != 0.0 ? rhs_.d[3] : 0.0); a_[4] = a_[4] - lr_ * (lr_ != 0.0 ? rhs_.d[4] : 0.0); a_[5] = a_[5] - lr_ * (lr_ != 0.0 ? rhs_.d[5] : 0.0); a_[6] = a_[6] - lr_ * (lr_ != 0.0 ? rhs_.d[6] : 0.0); a_[7] = a_[7] - lr_ * (lr_ != 0.0 ? rhs_.d[7] : 0.0); a_[8] = a_[8] - lr_ * (lr_ != 0.0 ? rhs_.d[8] : 0.0); a_[9] = a_[9] - lr_ * (lr_ != 0.0 ? rhs_.d[9] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0); a_[3] = a_[3] + ld_ * (ld_ != 0.0 ? g_.d[3] : 0.0); a_[4] = a_[4] + ld_ * (ld_ != 0.0 ? g_.d[4] : 0.0); a_[5] = a_[5] + ld_ * (ld_ != 0.0 ? g_.d[5] : 0.0); a_[6] = a_[6] + ld_ * (ld_ != 0.0 ? g_.d[6] : 0.0); a_[7] = a_[7] + ld_ * (ld_ != 0.0 ? g_.d[7] : 0.0); a_[8] = a_[8] + ld_ * (ld_ != 0.0 ? g_.d[8] : 0.0); a_[9] = a_[9] + ld_ * (ld_ != 0.0 ? g_.d[9] : 0.0);
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += a_[2];
+    lf_[2 * s_] += a_[3];
+    lf_[3 * s_] += a_[4];
+    lf_[9 * s_] += lo_[9 * s_];
+    lf_[10 * s_] += lo_[10 * s_];
+    lf_[11 * s_] += lo_[11 * s_];
+    lf_[12 * s_] += lo_[12 * s_];
+    lf_[13 * s_] += lo_[13 * s_];
+    lf_[14 * s_] += lo_[14 * s_];
+    lf_[15 * s_] += a_[5];
+    lf_[16 * s_] += a_[6];
+    lf_[17 * s_] += a_[7];
+    lg_[1 * s_] += a_[8];
+    lg_[5 * s_] += a_[9];
+}
+
+__global__ void nsm_hh_k_vjp_current(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pp.n) return;
+    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
+    nsm_hh_vjpa_current(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);
+}
+extern "C" int nsm_hh_cuda_vjp_current(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, double *lg, void *stream) {
+    if (p->n <= 0) return 0;
+    const int threads = 128;
+    nsm_hh_k_vjp_current<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+NSD_hh_L4_FN void nsm_hh_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_hh_L4 G_[1], v_ = nsd_hh_L4_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    nsd_hh_L4 Fd0_ = nsd_hh_L4_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_hh_L4 Fd1_ = nsd_hh_L4_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_hh_L4 Fd2_ = nsd_hh_L4_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    nsd_hh_L4 Fd3_ = nsd_hh_L4_c(p->field[3][i_]), *F3_ = &Fd3_; (void)F3_;
+    nsd_hh_L4 Fd4_ = nsd_hh_L4_c(p->field[4][i_]), *F4_ = &Fd4_; (void)F4_;
+    nsd_hh_L4 Fd5_ = nsd_hh_L4_c(p->field[5][i_]), *F5_ = &Fd5_; (void)F5_;
+    nsd_hh_L4 Fd6_ = nsd_hh_L4_c(p->field[6][i_]), *F6_ = &Fd6_; (void)F6_;
+    nsd_hh_L4 Fd7_ = nsd_hh_L4_c(p->field[7][i_]), *F7_ = &Fd7_; (void)F7_;
+    nsd_hh_L4 Fd8_ = nsd_hh_L4_c(p->field[8][i_]), *F8_ = &Fd8_; (void)F8_;
+    nsd_hh_L4 Fd9_ = nsd_hh_L4_c(p->field[9][i_]), *F9_ = &Fd9_; (void)F9_;
+    nsd_hh_L4 Fd10_ = nsd_hh_L4_c(p->field[10][i_]), *F10_ = &Fd10_; (void)F10_;
+    nsd_hh_L4 Fd11_ = nsd_hh_L4_c(p->field[11][i_]), *F11_ = &Fd11_; (void)F11_;
+    nsd_hh_L4 Fd12_ = nsd_hh_L4_c(p->field[12][i_]), *F12_ = &Fd12_; (void)F12_;
+    nsd_hh_L4 Fd13_ = nsd_hh_L4_c(p->field[13][i_]), *F13_ = &Fd13_; (void)F13_;
+    nsd_hh_L4 Fd14_ = nsd_hh_L4_c(p->field[14][i_]), *F14_ = &Fd14_; (void)F14_;
+    nsd_hh_L4 Fd15_ = nsd_hh_L4_c(p->field[15][i_]), *F15_ = &Fd15_; (void)F15_;
+    nsd_hh_L4 Fd16_ = nsd_hh_L4_c(p->field[16][i_]), *F16_ = &Fd16_; (void)F16_;
+    nsd_hh_L4 Fd17_ = nsd_hh_L4_c(p->field[17][i_]), *F17_ = &Fd17_; (void)F17_;
+    G_[0] = nsd_hh_L4_c(p->global[0]);
+    Fd15_.d[1] = 1.0;
+    Fd16_.d[2] = 1.0;
+    Fd17_.d[3] = 1.0;
+    nsd_hh_L4 Id0_ = nsd_hh_L4_c(p->ion[0].e[NSM_ION(0)]), *I0_ = &Id0_;
+    (void)I0_;
+    nsd_hh_L4 Id1_ = nsd_hh_L4_c(p->ion[1].e[NSM_ION(1)]), *I1_ = &Id1_;
+    (void)I1_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_hh_L4_d_states(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
+    double a_[4];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0;
+    {
+        const double l_ = lo_[9 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd9_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd9_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd9_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd9_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[10 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd10_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd10_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd10_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd10_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[11 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd11_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd11_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd11_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd11_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[12 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd12_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd12_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd12_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd12_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[13 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd13_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd13_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd13_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd13_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[14 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd14_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd14_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd14_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd14_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[15 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd15_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd15_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd15_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd15_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[16 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd16_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd16_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd16_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd16_.d[3] : 0.0);
+    }
+    {
+        const double l_ = lo_[17 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd17_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd17_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd17_.d[2] : 0.0); a_[3] = a_[3] + l_ * (l_ != 0.0 ? Fd17_.d[3] : 0.0);
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+    lf_[3 * s_] += lo_[3 * s_];
+    lf_[4 * s_] += lo_[4 * s_];
+    lf_[5 * s_] += lo_[5 * s_];
+    lf_[6 * s_] += lo_[6 * s_];
+    lf_[7 * s_] += lo_[7 * s_];
+    lf_[8 * s_] += lo_[8 * s_];
+    lf_[15 * s_] += a_[1];
+    lf_[16 * s_] += a_[2];
+    lf_[17 * s_] += a_[3];
+}
+
+__global__ void nsm_hh_k_vjp_state(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pp.n) return;
+    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
+    nsm_hh_vjpa_state(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);
+}
+extern "C" int nsm_hh_cuda_vjp_state(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, double *lg, void *stream) {
+    if (p->n <= 0) return 0;
+    const int threads = 128;
+    nsm_hh_k_vjp_state<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+#pragma nv_diag_default 550

@@ -509,6 +509,9 @@ NSD_pas_L1_HOT void nsm_pas_vjpn_state(ns_mech_ppack *p, const double *lo_, doub
 int nsm_pas_cuda_init(const ns_mech_ppack *, void *);
 int nsm_pas_cuda_current(const ns_mech_ppack *, void *);
 int nsm_pas_cuda_state(const ns_mech_ppack *, void *);
+int nsm_pas_cuda_vjp_init(const ns_mech_ppack *, const double *, double *, double *, double *, void *);
+int nsm_pas_cuda_vjp_current(const ns_mech_ppack *, const double *, double *, double *, double *, void *);
+int nsm_pas_cuda_vjp_state(const ns_mech_ppack *, const double *, double *, double *, double *, void *);
 #define NSM_CUDA_FNS(x) nsm_##x##_cuda_init, nsm_##x##_cuda_current, nsm_##x##_cuda_state, NULL
 #else
 #define NSM_CUDA_FNS(x) NULL, NULL, NULL, NULL
@@ -543,5 +546,10 @@ const ns_mech_desc nsm_pas_desc = {
     NS_MECH_CUDA_ERRORS_NONE,
     NULL,
     0, NULL, NULL,
-    NSD_pas_VJPN_CI
+    NSD_pas_VJPN_CI,
+#ifdef NS_MECH_WITH_CUDA
+    nsm_pas_cuda_vjp_init, nsm_pas_cuda_vjp_current, nsm_pas_cuda_vjp_state
+#else
+    NULL, NULL, NULL
+#endif
 };

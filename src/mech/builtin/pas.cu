@@ -35,3 +35,308 @@ extern "C" int nsm_pas_cuda_state(const ns_mech_ppack *p, void *stream) {
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 
+#pragma nv_diag_suppress 550
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 1 for the phases that read that many ---- */
+enum { NSD_pas_L1_K = 1 };
+#define NSD_pas_L1_FN static __device__ __forceinline__ __attribute__((unused))
+#define NSD_pas_L1_TWIN static __device__ inline __attribute__((unused))
+typedef struct nsd_pas_L1 { double v, d[NSD_pas_L1_K]; } nsd_pas_L1;
+#define NSD_pas_L1_OP(body) nsd_pas_L1 r; body; return r
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_c(double x) { NSD_pas_L1_OP(r.v = x; r.d[0] = 0.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div(nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_neg(nsd_pas_L1 a) { NSD_pas_L1_OP(r.v = -a.v; r.d[0] = -a.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_f1(nsd_pas_L1 a, double f, double df) {
+    NSD_pas_L1_OP(r.v = f; r.d[0] = df * a.d[0]);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_exp(nsd_pas_L1 a) { const double e = nsm_exp(a.v); return nsd_pas_L1_f1(a, e, e); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_expm1(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, expm1(a.v), exp(a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_log(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, log(a.v), 1.0 / a.v); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_log10(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sqrt(nsd_pas_L1 a) { const double s = sqrt(a.v); return nsd_pas_L1_f1(a, s, 0.5 / s); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fabs(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sin(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, sin(a.v), cos(a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_cos(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, cos(a.v), -sin(a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_tan(nsd_pas_L1 a) { const double t = tan(a.v); return nsd_pas_L1_f1(a, t, 1.0 + t * t); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_tanh(nsd_pas_L1 a) { const double t = tanh(a.v); return nsd_pas_L1_f1(a, t, 1.0 - t * t); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_atan(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_floor(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, floor(a.v), 0.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_ceil(nsd_pas_L1 a) { return nsd_pas_L1_f1(a, ceil(a.v), 0.0); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_exprelr(nsd_pas_L1 a) {
+    if (1.0 + a.v == 1.0) return nsd_pas_L1_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_pas_L1_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow(nsd_pas_L1 a, nsd_pas_L1 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_pas_L1_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0));
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sel(int c, nsd_pas_L1 a, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmin(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_fmax(nsd_pas_L1 a, nsd_pas_L1 b) { nsd_pas_L1 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v + c; r.d[0] = a.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v - c; r.d[0] = a.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v * c; r.d[0] = a.d[0] * c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_r(nsd_pas_L1 a, double c) { NSD_pas_L1_OP(r.v = a.v / c; r.d[0] = a.d[0] / c); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_r(nsd_pas_L1 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_pas_L1_f1(a, f, da);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_add_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c + b.v; r.d[0] = b.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_sub_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c - b.v; r.d[0] = -b.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_mul_l(double c, nsd_pas_L1 b) { NSD_pas_L1_OP(r.v = c * b.v; r.d[0] = c * b.d[0]); }
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_div_l(double c, nsd_pas_L1 b) {
+    NSD_pas_L1_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v);
+}
+NSD_pas_L1_FN nsd_pas_L1 nsd_pas_L1_pow_l(double c, nsd_pas_L1 b) {
+    const double f = pow(c, b.v);
+    return nsd_pas_L1_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_pas_L1_TWIN void nsd_pas_L1_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+
+NSD_pas_L1_TWIN nsd_pas_L1 nsd_pas_L1_cur(ns_mech_ppack *p, nsd_pas_L1 *F0_, nsd_pas_L1 *F1_, nsd_pas_L1 *F2_, nsd_pas_L1 *G_, int i_, int node_, nsd_pas_L1 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F2_) = nsd_pas_L1_mul((*F0_), nsd_pas_L1_sub(v_, (*F1_)));
+    nsd_pas_L1 c_ = nsd_pas_L1_c(0.0);
+    c_ = nsd_pas_L1_add(c_, (*F2_));
+    return c_;
+}
+
+
+/* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 3 fields, the 0 GLOBALs), 3 for the phases that read that many ---- */
+enum { NSD_pas_L3_K = 3 };
+#define NSD_pas_L3_FN static __device__ __forceinline__ __attribute__((unused))
+#define NSD_pas_L3_TWIN static __device__ inline __attribute__((unused))
+typedef struct nsd_pas_L3 { double v, d[NSD_pas_L3_K]; } nsd_pas_L3;
+#define NSD_pas_L3_OP(body) nsd_pas_L3 r; body; return r
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_c(double x) { NSD_pas_L3_OP(r.v = x; r.d[0] = 0.0; r.d[1] = 0.0; r.d[2] = 0.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v + b.v; r.d[0] = a.d[0] + b.d[0]; r.d[1] = a.d[1] + b.d[1]; r.d[2] = a.d[2] + b.d[2]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v - b.v; r.d[0] = a.d[0] - b.d[0]; r.d[1] = a.d[1] - b.d[1]; r.d[2] = a.d[2] - b.d[2]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v * b.v; r.d[0] = a.d[0] * b.v + a.v * b.d[0]; r.d[1] = a.d[1] * b.v + a.v * b.d[1]; r.d[2] = a.d[2] * b.v + a.v * b.d[2]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div(nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = a.v / b.v; r.d[0] = (a.d[0] - r.v * b.d[0]) / b.v; r.d[1] = (a.d[1] - r.v * b.d[1]) / b.v; r.d[2] = (a.d[2] - r.v * b.d[2]) / b.v);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_neg(nsd_pas_L3 a) { NSD_pas_L3_OP(r.v = -a.v; r.d[0] = -a.d[0]; r.d[1] = -a.d[1]; r.d[2] = -a.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_f1(nsd_pas_L3 a, double f, double df) {
+    NSD_pas_L3_OP(r.v = f; r.d[0] = df * a.d[0]; r.d[1] = df * a.d[1]; r.d[2] = df * a.d[2]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_exp(nsd_pas_L3 a) { const double e = nsm_exp(a.v); return nsd_pas_L3_f1(a, e, e); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_expm1(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, expm1(a.v), exp(a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_log(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, log(a.v), 1.0 / a.v); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_log10(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, log10(a.v), 1.0 / (a.v * 2.302585092994045684)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sqrt(nsd_pas_L3 a) { const double s = sqrt(a.v); return nsd_pas_L3_f1(a, s, 0.5 / s); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fabs(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, fabs(a.v), a.v < 0.0 ? -1.0 : 1.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sin(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, sin(a.v), cos(a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_cos(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, cos(a.v), -sin(a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_tan(nsd_pas_L3 a) { const double t = tan(a.v); return nsd_pas_L3_f1(a, t, 1.0 + t * t); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_tanh(nsd_pas_L3 a) { const double t = tanh(a.v); return nsd_pas_L3_f1(a, t, 1.0 - t * t); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_atan(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, atan(a.v), 1.0 / (1.0 + a.v * a.v)); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_floor(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, floor(a.v), 0.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_ceil(nsd_pas_L3 a) { return nsd_pas_L3_f1(a, ceil(a.v), 0.0); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_exprelr(nsd_pas_L3 a) {
+    if (1.0 + a.v == 1.0) return nsd_pas_L3_f1(a, 1.0, -0.5);
+    const double e = expm1(a.v);
+    return nsd_pas_L3_f1(a, a.v / e, (e - a.v * (e + 1.0)) / (e * e));
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow(nsd_pas_L3 a, nsd_pas_L3 b) {
+    const double f = pow(a.v, b.v);
+    const double da = b.v == 0.0 ? 0.0 : b.v * pow(a.v, b.v - 1.0), db = a.v > 0.0 ? f * log(a.v) : 0.0;
+    NSD_pas_L3_OP(r.v = f; r.d[0] = da * a.d[0] + (b.d[0] != 0.0 ? db * b.d[0] : 0.0); r.d[1] = da * a.d[1] + (b.d[1] != 0.0 ? db * b.d[1] : 0.0); r.d[2] = da * a.d[2] + (b.d[2] != 0.0 ? db * b.d[2] : 0.0));
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sel(int c, nsd_pas_L3 a, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = c ? a.v : b.v; r.d[0] = c ? a.d[0] : b.d[0]; r.d[1] = c ? a.d[1] : b.d[1]; r.d[2] = c ? a.d[2] : b.d[2]);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmin(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmin(a.v, b.v) == a.v ? a : b; r.v = fmin(a.v, b.v); return r; }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_fmax(nsd_pas_L3 a, nsd_pas_L3 b) { nsd_pas_L3 r = fmax(a.v, b.v) == a.v ? a : b; r.v = fmax(a.v, b.v); return r; }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v + c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v - c; r.d[0] = a.d[0]; r.d[1] = a.d[1]; r.d[2] = a.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v * c; r.d[0] = a.d[0] * c; r.d[1] = a.d[1] * c; r.d[2] = a.d[2] * c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_r(nsd_pas_L3 a, double c) { NSD_pas_L3_OP(r.v = a.v / c; r.d[0] = a.d[0] / c; r.d[1] = a.d[1] / c; r.d[2] = a.d[2] / c); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_r(nsd_pas_L3 a, double c) {
+    const double f = pow(a.v, c), da = c == 0.0 ? 0.0 : c * pow(a.v, c - 1.0);
+    return nsd_pas_L3_f1(a, f, da);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_add_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c + b.v; r.d[0] = b.d[0]; r.d[1] = b.d[1]; r.d[2] = b.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_sub_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c - b.v; r.d[0] = -b.d[0]; r.d[1] = -b.d[1]; r.d[2] = -b.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_mul_l(double c, nsd_pas_L3 b) { NSD_pas_L3_OP(r.v = c * b.v; r.d[0] = c * b.d[0]; r.d[1] = c * b.d[1]; r.d[2] = c * b.d[2]); }
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_div_l(double c, nsd_pas_L3 b) {
+    NSD_pas_L3_OP(r.v = c / b.v; r.d[0] = -r.v * b.d[0] / b.v; r.d[1] = -r.v * b.d[1] / b.v; r.d[2] = -r.v * b.d[2] / b.v);
+}
+NSD_pas_L3_FN nsd_pas_L3 nsd_pas_L3_pow_l(double c, nsd_pas_L3 b) {
+    const double f = pow(c, b.v);
+    return nsd_pas_L3_f1(b, f, c > 0.0 ? f * log(c) : 0.0);
+}
+NSD_pas_L3_TWIN void nsd_pas_L3_gauss(int n, double *J, double *R, int m) {
+    for (int c = 0; c < n; ++c) {
+        int pv = c;
+        for (int r = c + 1; r < n; ++r)
+            if (fabs(J[r * n + c]) > fabs(J[pv * n + c])) pv = r;
+        for (int k = 0; pv != c && k < n; ++k) { const double t = J[c * n + k]; J[c * n + k] = J[pv * n + k]; J[pv * n + k] = t; }
+        for (int k = 0; pv != c && k < m; ++k) { const double t = R[c * m + k]; R[c * m + k] = R[pv * m + k]; R[pv * m + k] = t; }
+        for (int r = c + 1; r < n; ++r) {
+            const double f = J[r * n + c] / J[c * n + c];
+            for (int k = c; k < n; ++k) J[r * n + k] -= f * J[c * n + k];
+            for (int k = 0; k < m; ++k) R[r * m + k] -= f * R[c * m + k];
+        }
+    }
+    for (int c = n - 1; c >= 0; --c)
+        for (int k = 0; k < m; ++k) {
+            double s = R[c * m + k];
+            for (int j = c + 1; j < n; ++j) s -= J[c * n + j] * R[j * m + k];
+            R[c * m + k] = s / J[c * n + c];
+        }
+}
+
+NSD_pas_L3_TWIN nsd_pas_L3 nsd_pas_L3_cur(ns_mech_ppack *p, nsd_pas_L3 *F0_, nsd_pas_L3 *F1_, nsd_pas_L3 *F2_, nsd_pas_L3 *G_, int i_, int node_, nsd_pas_L3 v_) {
+    (void)p; (void)i_; (void)node_; (void)G_;
+    (*F2_) = nsd_pas_L3_mul((*F0_), nsd_pas_L3_sub(v_, (*F1_)));
+    nsd_pas_L3 c_ = nsd_pas_L3_c(0.0);
+    c_ = nsd_pas_L3_add(c_, (*F2_));
+    return c_;
+}
+
+NSD_pas_L1_FN void nsm_pas_vjpa_init(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_pas_L1 G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    double a_[1];
+    a_[0] = 0.0;
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+}
+
+__global__ void nsm_pas_k_vjp_init(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pp.n) return;
+    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
+    nsm_pas_vjpa_init(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);
+}
+extern "C" int nsm_pas_cuda_vjp_init(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, double *lg, void *stream) {
+    if (p->n <= 0) return 0;
+    const int threads = 128;
+    nsm_pas_k_vjp_init<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+NSD_pas_L3_FN void nsm_pas_vjpa_current(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_pas_L3 G_[1], v_ = nsd_pas_L3_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    nsd_pas_L3 Fd0_ = nsd_pas_L3_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L3 Fd1_ = nsd_pas_L3_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L3 Fd2_ = nsd_pas_L3_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    Fd0_.d[1] = 1.0;
+    Fd1_.d[2] = 1.0;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    nsd_pas_L3 g_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, nsd_pas_L3_add(v_, nsd_pas_L3_c(.001)));
+    nsd_pas_L3 rhs_ = nsd_pas_L3_cur(p, F0_, F1_, F2_, G_, i_, node_, v_);
+    g_ = nsd_pas_L3_div(nsd_pas_L3_sub(g_, rhs_), nsd_pas_L3_c(.001));
+    double a_[3];
+    a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0;
+    {
+        const double l_ = lo_[0 * s_];
+        a_[1] = a_[1] + l_;
+    }
+    {
+        const double l_ = lo_[1 * s_];
+        a_[2] = a_[2] + l_;
+    }
+    {
+        const double l_ = lo_[2 * s_];
+        a_[0] = a_[0] + l_ * (l_ != 0.0 ? Fd2_.d[0] : 0.0); a_[1] = a_[1] + l_ * (l_ != 0.0 ? Fd2_.d[1] : 0.0); a_[2] = a_[2] + l_ * (l_ != 0.0 ? Fd2_.d[2] : 0.0);
+    }
+    {
+        const double lr_ = lo_[3 * s_], ld_ = lo_[4 * s_];
+        a_[0] = a_[0] - lr_ * (lr_ != 0.0 ? rhs_.d[0] : 0.0); a_[1] = a_[1] - lr_ * (lr_ != 0.0 ? rhs_.d[1] : 0.0); a_[2] = a_[2] - lr_ * (lr_ != 0.0 ? rhs_.d[2] : 0.0);
+        a_[0] = a_[0] + ld_ * (ld_ != 0.0 ? g_.d[0] : 0.0); a_[1] = a_[1] + ld_ * (ld_ != 0.0 ? g_.d[1] : 0.0); a_[2] = a_[2] + ld_ * (ld_ != 0.0 ? g_.d[2] : 0.0);
+    }
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += a_[1];
+    lf_[1 * s_] += a_[2];
+}
+
+__global__ void nsm_pas_k_vjp_current(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pp.n) return;
+    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
+    nsm_pas_vjpa_current(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);
+}
+extern "C" int nsm_pas_cuda_vjp_current(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, double *lg, void *stream) {
+    if (p->n <= 0) return 0;
+    const int threads = 128;
+    nsm_pas_k_vjp_current<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+NSD_pas_L1_FN void nsm_pas_vjpa_state(ns_mech_ppack *p, int i_, int node_, const double *lo_, int s_, double *lv_, double *lf_, double *lg_) {
+    nsd_pas_L1 G_[1], v_ = nsd_pas_L1_c(p->v[node_]);
+    v_.d[0] = 1.0;
+    nsd_pas_L1 Fd0_ = nsd_pas_L1_c(p->field[0][i_]), *F0_ = &Fd0_; (void)F0_;
+    nsd_pas_L1 Fd1_ = nsd_pas_L1_c(p->field[1][i_]), *F1_ = &Fd1_; (void)F1_;
+    nsd_pas_L1 Fd2_ = nsd_pas_L1_c(p->field[2][i_]), *F2_ = &Fd2_; (void)F2_;
+    (void)node_; (void)v_; (void)G_; (void)lg_;
+    double a_[1];
+    a_[0] = 0.0;
+    lv_[0 * s_] += a_[0];
+    lf_[0 * s_] += lo_[0 * s_];
+    lf_[1 * s_] += lo_[1 * s_];
+    lf_[2 * s_] += lo_[2 * s_];
+}
+
+__global__ void nsm_pas_k_vjp_state(ns_mech_ppack pp, const double *lo_, double *lv_, double *lf_, double *lg_) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pp.n) return;
+    const int node = pp.node_index ? pp.node_index[i] : pp.node_begin + i;
+    nsm_pas_vjpa_state(&pp, i, node, lo_ + i, pp.n, lv_ + node, lf_ + i, lg_ + i);
+}
+extern "C" int nsm_pas_cuda_vjp_state(const ns_mech_ppack *p, const double *lo, double *lv, double *lf, double *lg, void *stream) {
+    if (p->n <= 0) return 0;
+    const int threads = 128;
+    nsm_pas_k_vjp_state<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, lo, lv, lf, lg);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+#pragma nv_diag_default 550
