@@ -142,7 +142,8 @@ static ns_status attach_gpu(ns_lfp_t *L, ns_sim_t *sim) {
     if (st == NS_OK) st = ns_lfp_gpu_create(sim->device, &geo, &L->gpu);
     if (st == NS_OK) {
         sim->snap = ns_lfp_gpu_snap(L->gpu, &L->rows);
-        ns_lfp_gpu_sampler(L->gpu, &sim->snap_col, &sim->snap_g, &sim->snap_ld);
+        ns_lfp_gpu_sampler(L->gpu, &sim->snap_col, &sim->snap_g, &sim->snap_ld, &sim->snap_slot, &sim->snap_norm_at,
+                           &sim->snap_norm_ld);
         sim->snap_rows = L->rows;
         sim->snap_stride = stride;
         const int rel = f32 || L->lr; /* F32, LOWRANK: each sample's bound after the rows */
@@ -162,7 +163,8 @@ void ns_lfp_destroy(ns_lfp_t *L) {
         L->sim->snap = NULL;
         L->sim->snap_col = NULL;
         L->sim->snap_g = NULL;
-        L->sim->snap_rows = L->sim->snap_stride = L->sim->snap_ld = 0;
+        L->sim->snap_slot = NULL;
+        L->sim->snap_rows = L->sim->snap_stride = L->sim->snap_ld = L->sim->snap_norm_at = L->sim->snap_norm_ld = 0;
         L->sim->sample_ctx = NULL;
         L->sim->sample_every = 0;
     }

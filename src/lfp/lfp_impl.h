@@ -127,8 +127,10 @@ ns_status ns_lfp_gpu_positions(ns_sim_t *sim, int64_t *pos, int64_t *stride);
  * ns_lfp_gpu_sampler gives; two of them, alternating: one is written while
  * the other's reduction runs) and its rows. */
 double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows);
-/* sim_impl.h's snap_col, snap_g (device, per state position) and snap_ld. */
-void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld);
+/* sim_impl.h's snap_col, snap_g (device, per state position) and snap_ld;
+ * LOWRANK: snap_slot, snap_norm_at and snap_norm_ld (else NULL, 0, 0). */
+void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld, const int32_t **slot,
+                        int64_t *norm_at, int64_t *norm_ld);
 /* submit: the nb samples in rows [0, nb) of the buffer the last launch wrote,
  * samples k0 .. k0 + nb - 1 of the run, enqueued on the GPU; pop,
  * pcell, imem: whether those are wanted. collect (before the next submit, and

@@ -7,6 +7,7 @@
 #include "sim/step_phases.h"
 #include "core/registry.h"
 #include "neurosolve/cable.h"
+#include "sim/snap.h"
 
 /* Constants of one shape, shared by all its cells (NEURON's per-node data). */
 typedef struct sim_shape {
@@ -128,6 +129,15 @@ struct ns_sim {
     const int32_t *snap_col;
     const double *snap_g;
     int64_t snap_stride, snap_rows, snap_ld;
+    /* With snap_slot (device, per state position; NULL: none), each sample's
+     * sums of squares of the currents, by parts: the positions cut at every
+     * multiple of NS_SIM_SNAP_WINDOW and where a cell starts or ends; the
+     * loop writes each part's sum (in a fixed order) at snap[snap_norm_at +
+     * row * snap_norm_ld + snap_slot[q]], q any position of the part
+     * (snap_slot[q] < 0: none). A cell's norm is then the sum of its parts,
+     * which the reduction reads instead of the currents (src/lfp/cuda). */
+    const int32_t *snap_slot;
+    int64_t snap_norm_at, snap_norm_ld;
 #define NS_SIM_GPU_LAUNCH_STEPS 2000 /* the GPU loop's steps per launch at most (sim/cuda/step.c) */
     ns_status (*sample_flush)(ns_sim_t *sim, void *ctx, int64_t step0, double t0, int64_t steps);
     /* sample_flush leaves a launch's reduction running beside the next

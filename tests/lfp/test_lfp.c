@@ -361,7 +361,7 @@ static void test_placement(const ns_cell_t *cell) {
  * in population k % 3), a clamp on each soma, sampled every `every` steps over two advances. */
 typedef struct pop_out {
     double *phi, *P, *pc, *pop, *t, *imem, *M;
-    double bound; /* F32: ns_lfp_error_bound */
+    double bound; /* F32, LOWRANK: ns_lfp_error_bound */
     int64_t samples, n_comp;
     int32_t *cell_pop;
     int64_t *off;
@@ -455,9 +455,10 @@ static void population_run(const ns_cell_t *cell, const ns_lfp_probe *probe, ns_
     o->imem = copy_of(ns_lfp_membrane_currents(lfp), o->n_comp);
     o->M = copy_of(ns_lfp_coefficients(lfp), E * o->n_comp);
     CHECK((o->M != NULL) ==
-          (storage != NS_LFP_STORAGE_TILES && !(storage == NS_LFP_STORAGE_F32 && backend == NS_BACKEND_CUDA)));
+          (storage != NS_LFP_STORAGE_TILES && storage != NS_LFP_STORAGE_LOWRANK &&
+           !(storage == NS_LFP_STORAGE_F32 && backend == NS_BACKEND_CUDA)));
     o->bound = ns_lfp_error_bound(lfp);
-    CHECK((o->bound > 0.0) == (storage == NS_LFP_STORAGE_F32));
+    CHECK((o->bound > 0.0) == (storage == NS_LFP_STORAGE_F32 || storage == NS_LFP_STORAGE_LOWRANK));
     o->cell_pop = pop, pop = NULL;
     o->off = malloc(((size_t)cells + 1) * sizeof *o->off);
     for (int c = 0; o->off && c <= cells; ++c) o->off[c] = ns_sim_cell_offset(sim, c);
@@ -736,6 +737,28 @@ static void test_cuda(const ns_cell_t *cell, const ref *r, const int32_t *comp) 
     }
     pop_out_free(&cf);
     pop_out_free(&gf);
+    /* lowrank on both GPU loops (each cell's current norm from the step kernels' sums of squares by
+     * parts: several cells per warp onchip, per group on the tree loop) against lowrank on the CPU */
+    pop_out cl = {0};
+    population_run(cell, &probe, NS_BACKEND_CPU, NS_HINES_AUTO, 1, 7, NS_LFP_STORAGE_LOWRANK, 64, 400, NULL,
+                   NS_SIM_GPU_MECHANISMS_AUTO, &cl);
+    for (int m = 0; m < 2 && cl.phi; ++m) {
+        pop_out gl = {0};
+        population_run(cell, &probe, NS_BACKEND_CUDA, methods[m], 1, 7, NS_LFP_STORAGE_LOWRANK, 64, 400, NULL,
+                       NS_SIM_GPU_MECHANISMS_AUTO, &gl);
+        if (gl.phi && gl.samples == cl.samples) {
+            double pw = 0.0;
+            for (int64_t e = 0; e < probe.n; ++e)
+                pw = fmax(pw, row_err(gl.phi + e, cl.phi + e, cl.samples, probe.n, probe.n));
+            CHECK_MSG(pw <= 1e-9 && cl.bound > 0.0 && fabs(gl.bound - cl.bound) <= 1e-6 * cl.bound,
+                      "lowrank GPU (%s) vs CPU: potentials %.3g, bounds %.6g and %.6g", ns_hines_method_name(methods[m]),
+                      pw, gl.bound, cl.bound);
+            printf("lowrank GPU (%s) vs CPU, 64 cells every step: potentials %.3g, bounds %.6g / %.6g\n",
+                   ns_hines_method_name(methods[m]), pw, gl.bound, cl.bound);
+        }
+        pop_out_free(&gl);
+    }
+    pop_out_free(&cl);
     test_cuda_model(cell, &probe);
     test_cuda_big(&probe);
     ns_lfp_probe_free(&probe);

@@ -14,6 +14,7 @@ extern "C" {
 }
 #include "lfp/cuda/cublas_api.h"
 #include "lfp/kernel.h"
+#include "sim/snap.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -83,7 +84,13 @@ struct lfp_gpu {
     int64_t *group;        /* host, n_groups x 4: first cell (sorted), cells, n, padded rank */
     int64_t *place;        /* host, n_cells x 3: each sorted cell's V offset, first column of I, first W row */
     int64_t *pop_w;        /* host, 2 (n_pop + 1): each population's first W row, then its first slice */
-    int64_t *cell_col;     /* device, n_cells x 2: each sorted cell's first column and size */
+    int64_t *cell_part;    /* device, n_cells x 2: each sorted cell's first part and parts (below) */
+    /* LOWRANK: the step kernels' sums of squares of each sample's currents by parts (sim_impl.h's
+     * snap_slot: each cell's positions cut at the windows of NS_SIM_SNAP_WINDOW), in each buffer
+     * after its rows of currents (rows x n_parts at ncp x rows); slot per state position, part0
+     * (host, n_cells + 1) each cell's first part */
+    int32_t *slot;
+    int64_t n_parts, *part0;
     ns_lfp_timing time;   /* the GPU phases' sums (reductions, currents_ms, gemm_ms, sum_ms) */
 };
 
@@ -108,17 +115,19 @@ __global__ void lfp_cells(const double *__restrict__ I, int64_t ncp, const int64
     o[0] = P0, o[1] = P1, o[2] = P2;
 }
 
-/* the slices' partial sums: per population in slice order, then over the populations in order */
+/* the slices' partial sums: per population in slice order, then over the populations in order
+ * (first: each population's first slice only, the others 0: LOWRANK's U_p W_p) */
 __global__ void lfp_sum(const double *__restrict__ partial, int64_t R, int64_t rows, int32_t nb,
-                        const int64_t *__restrict__ pop_slice, int32_t n_pop, int64_t n_el, double *__restrict__ tot,
-                        double *__restrict__ pop) {
+                        const int64_t *__restrict__ pop_slice, int32_t n_pop, int64_t n_el, int first,
+                        double *__restrict__ tot, double *__restrict__ pop) {
     const int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     const int64_t k = blockIdx.y;
     if (r >= R || k >= nb) return;
     double total = 0.0;
     for (int32_t p = 0; p < n_pop; ++p) {
         double s = 0.0;
-        for (int64_t q = pop_slice[p]; q < pop_slice[p + 1]; ++q) s += partial[(q * rows + k) * R + r];
+        const int64_t q1 = first ? pop_slice[p] + 1 : pop_slice[p + 1];
+        for (int64_t q = pop_slice[p]; q < q1; ++q) s += partial[(q * rows + k) * R + r];
         if (pop && r < n_el) pop[(k * n_pop + p) * n_el + r] = s;
         total += s;
     }
@@ -179,24 +188,17 @@ __global__ void lfp_rel(const double *__restrict__ bnd, const double *__restrict
     rel[k] = b == 0.0 ? 0.0 : big > 0.0 ? b / big : INFINITY;
 }
 
-/* LOWRANK: each cell's ||i||_2 per sample (inorm: n_cells x rows, column-major); a block of
- * NORM_THREADS per cell and sample, its threads striding over the cell's columns (coalesced),
- * then a fixed tree: the same sum at every run */
-#define NORM_THREADS 128
-__global__ void lfp_cell_norm(const double *__restrict__ I, int64_t ncp, const int64_t *__restrict__ cell_col,
-                              int64_t n_cells, double *__restrict__ inorm) {
-    __shared__ double part[NORM_THREADS];
-    const int64_t c = blockIdx.x, k = blockIdx.y;
-    const double *x = I + k * ncp + cell_col[2 * c];
+/* LOWRANK: each sorted cell's ||i||_2 per sample (inorm: n_cells x rows, column-major) from the
+ * step kernels' sums of squares of its parts (norm: rows x n_parts), added in order */
+__global__ void lfp_cell_norm(const double *__restrict__ norm, int64_t n_parts, const int64_t *__restrict__ cell_part,
+                              int64_t n_cells, int32_t nb, double *__restrict__ inorm) {
+    const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t k = blockIdx.y;
+    if (c >= n_cells || k >= nb) return;
+    const double *x = norm + k * n_parts + cell_part[2 * c];
     double s = 0.0;
-    for (int64_t j = threadIdx.x; j < cell_col[2 * c + 1]; j += NORM_THREADS) s += x[j] * x[j];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int h = NORM_THREADS / 2; h > 0; h /= 2) {
-        if ((int)threadIdx.x < h) part[threadIdx.x] += part[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) inorm[k * n_cells + c] = sqrt(part[0]);
+    for (int64_t j = 0; j < cell_part[2 * c + 1]; ++j) s += x[j];
+    inorm[k * n_cells + c] = sqrt(s);
 }
 
 /* the last sample's currents in Flat order */
@@ -243,14 +245,14 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
                  G->mid,   G->pcell,   G->imem,    G->cell_offset, G->col, G->pop_slice, G->membrane,
                  G->seg,   G->pts,     G->pt_begin, G->comp_of_col, G->point, G->kept,
                  G->F,     G->mmax,    G->S,       G->bnd,     G->rel,   G->LV,     G->LU,     G->W,
-                 G->Rho,   G->inorm,   G->cell_col, G->pA,     G->pBs[0], G->pBs[1], G->pC};
+                 G->Rho,   G->inorm,   G->cell_part, G->slot, G->pA,     G->pBs[0], G->pBs[1], G->pC};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
     for (int k = 0; k < 4; ++k)
         if (G->ev[k]) cudaEventDestroy(G->ev[k]);
     if (G->handle) G->blas->Destroy(G->handle);
     if (G->stream) cudaStreamDestroy(G->stream);
     ns_cuda_restore_device(caller);
-    free(G->group), free(G->place), free(G->pop_w);
+    free(G->group), free(G->place), free(G->pop_w), free(G->part0);
     free(G);
 }
 
@@ -396,12 +398,12 @@ static ns_status lowrank_upload(lfp_gpu *G, const lfp_gpu_geometry *geo, const i
     if (st == NS_OK && (!hV || !hU || !hRho)) st = ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: lowrank factors (host)");
     for (int64_t i = 0; st == NS_OK && i < K; ++i) {
         lowrank_cell(G, geo, key + i, G->place + 3 * i, hV, hU, hRho + i * E);
-        cc[2 * i] = G->place[3 * i + 1], cc[2 * i + 1] = key[i].n;
+        cc[2 * i] = G->part0[key[i].c], cc[2 * i + 1] = G->part0[key[i].c + 1] - G->part0[key[i].c];
     }
     if (st == NS_OK) st = upload(&G->LV, hV, nv);
     if (st == NS_OK) st = upload(&G->LU, hU, R * G->wld);
     if (st == NS_OK) st = upload(&G->Rho, hRho, E * K);
-    if (st == NS_OK) st = upload(&G->cell_col, cc, 2 * K);
+    if (st == NS_OK) st = upload(&G->cell_part, cc, 2 * K);
     free(key), free(cc), free(hV), free(hU), free(hRho);
     return st;
 }
@@ -459,8 +461,9 @@ static ns_status lowrank_products(lfp_gpu *G, int32_t nb) {
 static ns_status lowrank_bound(lfp_gpu *G, int32_t nb) {
     const double one = 1.0, zero = 0.0;
     const int64_t K = G->n_cells;
-    if (K > 0) lfp_cell_norm<<<dim3((unsigned)K, (unsigned)nb), NORM_THREADS, 0, G->stream>>>(G->I, G->ncp, G->cell_col, K,
-                                                                                            G->inorm);
+    if (K > 0)
+        lfp_cell_norm<<<dim3(grid(K), (unsigned)nb), THREADS, 0, G->stream>>>(G->I + G->ncp * G->rows, G->n_parts,
+                                                                             G->cell_part, K, nb, G->inorm);
     NS_CUDA_TRY(cudaGetLastError());
     const ns_status st = blas_status(
         G->blas->DgemmStridedBatched(G->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)G->n_el, nb, (int)(K > 0 ? K : 1), &one,
@@ -471,6 +474,35 @@ static ns_status lowrank_bound(lfp_gpu *G, int32_t nb) {
     lfp_rel<<<grid(nb), THREADS, 0, G->stream>>>(G->bnd, G->tot, G->n_el, G->R, nb, 1.0, G->rel);
     NS_CUDA_TRY(cudaGetLastError());
     return NS_OK;
+}
+
+/* LOWRANK: the parts of the step kernels' sums of squares (sim_impl.h's snap_slot): each cell's
+ * positions (contiguous in every GPU loop's layout: refused otherwise) cut at the windows of
+ * NS_SIM_SNAP_WINDOW positions, numbered cell by cell (part0, host); slot per state position. */
+static ns_status norm_parts(lfp_gpu *G, const lfp_gpu_geometry *geo) {
+    const int64_t K = geo->n_cells, m = geo->stride, W = NS_SIM_SNAP_WINDOW;
+    int32_t *slot = (int32_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof *slot);
+    G->part0 = (int64_t *)malloc((size_t)(K + 1) * sizeof *G->part0);
+    ns_status st = slot && G->part0 ? NS_OK : ns_fail(NS_ERR_OUT_OF_MEMORY, "LFP: %lld state positions", (long long)m);
+    for (int64_t q = 0; st == NS_OK && q < m; ++q) slot[q] = -1;
+    int64_t parts = 0;
+    for (int64_t c = 0; st == NS_OK && c < K; ++c) {
+        const int64_t o = geo->cell_offset[c], n = geo->cell_offset[c + 1] - o;
+        int64_t lo = m, hi = -1;
+        for (int64_t j = o; j < o + n; ++j) lo = geo->pos[j] < lo ? geo->pos[j] : lo, hi = geo->pos[j] > hi ? geo->pos[j] : hi;
+        G->part0[c] = parts;
+        if (n == 0) continue;
+        if (hi - lo + 1 != n)
+            st = ns_fail(NS_ERR_INTERNAL, "LFP: cell %lld's %lld compartments at positions %lld .. %lld (not contiguous)",
+                         (long long)c, (long long)n, (long long)lo, (long long)hi);
+        for (int64_t j = o; st == NS_OK && j < o + n; ++j) slot[geo->pos[j]] = (int32_t)(parts + geo->pos[j] / W - lo / W);
+        parts += hi / W - lo / W + 1;
+    }
+    if (st == NS_OK && parts > 2147483647) st = ns_fail(NS_ERR_SIZE, "LFP: %lld parts of the currents' norms", (long long)parts);
+    if (st == NS_OK) G->part0[K] = parts, G->n_parts = parts > 0 ? parts : 1;
+    if (st == NS_OK) st = upload(&G->slot, slot, m);
+    free(slot);
+    return st;
 }
 
 /* The step kernels' sampler (sim_impl.h's snap_col and snap_g): per state position its
@@ -544,6 +576,7 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     }
     /* DENSE: the coefficients column by column, one electrode (or dipole axis) at a time through the host */
     const int dense = !G->tiles && !G->lowrank;
+    if (st == NS_OK && G->lowrank) st = norm_parts(G, geo);
     if (st == NS_OK && G->lowrank) st = lowrank_upload(G, geo, col, pop_slice);
     if (st == NS_OK && dense) st = upload<double>(&G->A, NULL, ncp * R);
     if (st == NS_OK && dense && !(A = (double *)calloc((size_t)ncp, sizeof *A)))
@@ -567,7 +600,7 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
     /* the samples buffered: ns_lfp_batch_rows (as asked, else by the cadence and a quarter of the free memory) */
     const int64_t per = 8 * (2 * ncp + G->n_slices * R + R + (int64_t)G->n_pop * G->n_el + 1 +
                              (G->per_cell ? 3 * G->n_cells : 0) + (G->f32 ? G->chunks + G->n_el + 1 : 0) +
-                             (G->lowrank ? G->wld + G->n_cells + G->n_el + 1 : 0));
+                             (G->lowrank ? 2 * G->n_parts + G->wld + G->n_cells + G->n_el + 1 : 0));
     int64_t rows = geo->rows;
     if (rows <= 0) {
         size_t free_b = 0, total_b = 0;
@@ -578,9 +611,10 @@ static ns_status create(lfp_gpu *G, const lfp_gpu_geometry *geo) {
                            (double)per * 1e-9, (double)free_b * 1e-9);
     }
     G->rows = rows;
+    const int64_t per_buf = (ncp + (G->lowrank ? G->n_parts : 0)) * rows; /* LOWRANK: the parts' sums after the currents */
     for (int b = 0; b < 2; ++b) { /* the padding and the compartments without membrane stay 0 */
-        if ((st = upload<double>(&G->bufs[b], NULL, ncp * rows)) != NS_OK) return st;
-        NS_CUDA_TRY(cudaMemset(G->bufs[b], 0, (size_t)ncp * (size_t)rows * sizeof(double)));
+        if ((st = upload<double>(&G->bufs[b], NULL, per_buf)) != NS_OK) return st;
+        NS_CUDA_TRY(cudaMemset(G->bufs[b], 0, (size_t)per_buf * sizeof(double)));
     }
     G->I = G->bufs[1];
     /* pinned staging of a reduction's results (collect) */
@@ -645,8 +679,10 @@ extern "C" double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     return G->bufs[G->cur];
 }
 
-extern "C" void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld) {
+extern "C" void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld,
+                                   const int32_t **slot, int64_t *norm_at, int64_t *norm_ld) {
     *col = G->scol, *g = G->sg, *ld = G->ncp;
+    *slot = G->slot, *norm_at = G->lowrank ? G->ncp * G->rows : 0, *norm_ld = G->lowrank ? G->n_parts : 0;
 }
 
 /* The GPU work of a reduction of nb samples of G->I on G->stream: the cells'
@@ -693,7 +729,7 @@ static ns_status enqueue(lfp_gpu *G, int32_t nb, int pop, int pcell, int imem, i
     }
     NS_CUDA_TRY(cudaEventRecord(G->ev[2], G->stream));
     lfp_sum<<<dim3(grid(R), (unsigned)nb), THREADS, 0, G->stream>>>(G->partial, R, G->rows, nb, G->pop_slice, G->n_pop,
-                                                                     G->n_el, G->tot, pop ? G->pop : NULL);
+                                                                     G->n_el, G->lowrank, G->tot, pop ? G->pop : NULL);
     if (imem && n > 0) lfp_last<<<grid(n), THREADS, 0, G->stream>>>(G->I + (int64_t)(nb - 1) * ncp, G->col, n, G->imem);
     NS_CUDA_TRY(cudaGetLastError());
     if (G->lowrank) {

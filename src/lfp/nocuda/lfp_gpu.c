@@ -20,9 +20,10 @@ double *ns_lfp_gpu_snap(lfp_gpu *G, int64_t *rows) {
     *rows = 0;
     return NULL;
 }
-void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld) {
+void ns_lfp_gpu_sampler(const lfp_gpu *G, const int32_t **col, const double **g, int64_t *ld, const int32_t **slot,
+                        int64_t *norm_at, int64_t *norm_ld) {
     (void)G;
-    *col = NULL, *g = NULL, *ld = 0;
+    *col = NULL, *g = NULL, *ld = 0, *slot = NULL, *norm_at = 0, *norm_ld = 0;
 }
 ns_status ns_lfp_gpu_submit(lfp_gpu *G, int64_t k0, int32_t nb, int pop, int pcell, int imem) {
     (void)G, (void)k0, (void)nb, (void)pop, (void)pcell, (void)imem;

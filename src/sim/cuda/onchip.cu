@@ -37,6 +37,7 @@
 #include "sim/cuda/step.h"
 #include "hines/cuda/onchip_sweeps.cuh"
 #include "sim/cuda/fused_one.cuh"
+#include "sim/cuda/lfp_norm.cuh"
 #include "mech/builtin/builtin.h"
 #include "mech/builtin/pas.h"
 #include "mech/builtin/hh.h"
@@ -183,24 +184,32 @@ __device__ __forceinline__ void record_cells(const ns_sim_gpu_group &g, const ns
         }
     }
     if (!g.snap || step % r.snap_every != 0) return;
-    double *row = g.snap + (step / r.snap_every - r.snap_first) * r.snap_ld;
+    const long long k = step / r.snap_every - r.snap_first;
+    double *row = g.snap + k * r.snap_ld, *norm = g.snap + r.snap_norm_at + k * r.snap_norm_ld;
     for (int c = 0; c < nc; ++c) {
         if (!(alive >> c & 1u)) continue;
-        const long long j = c0 + c;
+        const long long j = c0 + c, p0 = g.snap_at + j * n;  // the cell's first position in all
         const double *v = cell_view(wbase, cs, n, c).v;
         const int32_t *col = g.snap_col + j * n;
         const double *gp = g.snap_g + j * n;
-        for (int p = lane; p < n; p += 32) {
-            const int32_t cc = col[p];
-            if (cc < 0) continue;
-            const double vi = v[p];
-            const int par = spar[p];
-            double im = par >= 0 ? gp[p] * (v[par] - vi) : 0.0;
-            for (int q = schild_begin[p]; q < schild_begin[p + 1]; ++q) im -= gp[schild[q]] * (vi - v[schild[q]]);
-            for (long long q = g.stim_begin[j]; q < g.stim_begin[j + 1]; ++q)
-                if (g.stim_node[q] == p && tm < g.stim_del[q] + g.stim_dur[q] && tm >= g.stim_del[q])
-                    im += g.stim_amp[q];
-            __stcs(row + cc, im);
+        // the warp over windows of positions aligned as sim_impl.h's snap_slot's parts
+        for (long long a = p0 / NS_SIM_SNAP_WINDOW; a <= (p0 + n - 1) / NS_SIM_SNAP_WINDOW; ++a) {
+            const long long p = a * NS_SIM_SNAP_WINDOW + lane - p0;
+            const int32_t cc = p >= 0 && p < n ? col[p] : -1;
+            double im = 0.0;
+            if (cc >= 0) {
+                const double vi = v[p];
+                const int par = spar[p];
+                im = par >= 0 ? gp[p] * (v[par] - vi) : 0.0;
+                for (int q = schild_begin[p]; q < schild_begin[p + 1]; ++q) im -= gp[schild[q]] * (vi - v[schild[q]]);
+                for (long long q = g.stim_begin[j]; q < g.stim_begin[j + 1]; ++q)
+                    if (g.stim_node[q] == p && tm < g.stim_del[q] + g.stim_dur[q] && tm >= g.stim_del[q])
+                        im += g.stim_amp[q];
+                __stcs(row + cc, im);
+            }
+            if (g.snap_slot)  // the window within the cell: one run
+                lfp_norm_window(im * im, p >= 0 && p < n ? 0 : -1, lane, p >= 0 && p < n ? g.snap_slot + j * n + p : nullptr,
+                                norm);
         }
     }
 }

@@ -67,6 +67,8 @@ static ns_sim_gpu_run part_run(const ns_sim_t *sim, int64_t step0, double t0, in
     run.snap_every = sim->snap ? sim->sample_every : 1;
     run.snap_first = snap_first;
     run.snap_ld = sim->snap_ld;
+    run.snap_norm_at = sim->snap_norm_at;
+    run.snap_norm_ld = sim->snap_norm_ld;
     return run;
 }
 
@@ -247,6 +249,8 @@ static ns_status gpu_advance(ns_sim_t *sim, int64_t steps, sim_fault *fault) {
             s->groups[k].g.snap = sim->snap;
             s->groups[k].g.snap_col = sim->snap ? sim->snap_col + snap_at : NULL;
             s->groups[k].g.snap_g = sim->snap ? sim->snap_g + snap_at : NULL;
+            s->groups[k].g.snap_slot = sim->snap && sim->snap_slot ? sim->snap_slot + snap_at : NULL;
+            s->groups[k].g.snap_at = snap_at;
             snap_at += (int64_t)state_size(&s->groups[k]);
             if ((sst = launch_group(sim, s, k, fused, &run)) != NS_OK) return sst;
         }

@@ -58,6 +58,10 @@ typedef struct ns_sim_gpu_group {
     double *snap;
     const int32_t *snap_col;
     const double *snap_g;
+    /* NULL, or each position's part of the currents' sums of squares (sim_impl.h's snap_slot),
+     * from this group's first position, snap_at (the group's first position in all) */
+    const int32_t *snap_slot;
+    int64_t snap_at;
 } ns_sim_gpu_group;
 
 /* The per-step path replayed as a CUDA graph (sim/cuda/step_graph.h): the
@@ -86,6 +90,7 @@ typedef struct ns_sim_gpu_run {
                                       continued) and starts at clock->t, not t0 (a replayed graph) */
     /* group.snap: the membrane currents after every snap_every-th step into row step / snap_every - snap_first */
     int64_t snap_every, snap_first, snap_ld;
+    int64_t snap_norm_at, snap_norm_ld; /* group.snap_slot: the parts' sums at snap + snap_norm_at, rows of snap_norm_ld */
 } ns_sim_gpu_run;
 
 

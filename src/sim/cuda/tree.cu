@@ -44,6 +44,7 @@
 #include "sim/cuda/fused.h"
 #include "hines/cuda/contract_sweeps.cuh"
 #include "sim/cuda/fused_one.cuh"
+#include "sim/cuda/lfp_norm.cuh"
 #include "mech/builtin/pas.h"
 #include "mech/builtin/hh.h"
 #include "mech/builtin/ExpSyn.h"
@@ -260,6 +261,24 @@ __device__ __forceinline__ void record_cell(const Team &tm, const ns_sim_tree &t
     }
 }
 
+// The sums of squares of the sampled currents by parts (sim_impl.h's snap_slot): one warp per
+// window of NS_SIM_SNAP_WINDOW positions (windows aligned to the positions in all, p0 the first
+// of the values x, n of them), the lanes' squares summed in runs of one part (lfp_norm_window;
+// a group of one cell: one run per window, so that only its last lane reads its slot). The
+// whole team calls it (x outside [0, n): nothing).
+template <class Team>
+__device__ __forceinline__ void lfp_norm_parts(const Team &tm, const double *x, const int32_t *slot, int64_t p0,
+                                               int32_t n, bool one_cell, int32_t tid, int32_t nt, double *norm) {
+    const int lane = (int)(threadIdx.x & 31u);
+    const int64_t a0 = p0 / NS_SIM_SNAP_WINDOW, a1 = (p0 + n - 1) / NS_SIM_SNAP_WINDOW;
+    for (int64_t a = a0 + tid / 32; n > 0 && a <= a1; a += nt / 32) {
+        const int64_t i = a * NS_SIM_SNAP_WINDOW + lane - p0;
+        const bool in = i >= 0 && i < n;
+        const double xi = in ? tm.ld(x + i) : 0.0;
+        lfp_norm_window(xi * xi, !in ? -1 : one_cell ? 0 : slot[i], lane, in ? slot + i : nullptr, norm);
+    }
+}
+
 // The LFP's sample (sim_impl.h's snap) after the step's update, v final in every node of the team:
 // each node's membrane current, Kirchhoff's axial inflow at the new v, into its column of the
 // sample's row (none without a membrane). Two passes, so that no node waits on a chain of loads
@@ -269,14 +288,18 @@ __device__ __forceinline__ void record_cell(const Team &tm, const ns_sim_tree &t
 // node's s less its children's s. Then, after a barrier, each cell's thread adds its clamps on at
 // the step's midpoint, in the order added (lfp.c's CPU currents, in the same order per node). The
 // currents are stored evict-first in L2 (__stcs): only the next reduction reads them, and the
-// step's own state stays in L2.
+// step's own state stays in L2. With snap_slot, each node's current also goes to q (the solve's
+// scratch U, free from the solve to the next phase C; 0 without a membrane), the clamps added
+// there too, and after a barrier the parts' sums of squares into norm (lfp_norm_parts).
 template <class Team>
 __device__ __forceinline__ void lfp_sample(const Team &tm, const ns_sim_tree &t, const ns_sim_gpu_group &g,
-                                           double *row, int64_t base, int32_t N, const double *v, double *s,
-                                           const int32_t *parent, const int32_t *cb, int32_t tid, int32_t nt,
-                                           bool own, int32_t c, int64_t cell_base, double tm_half) {
+                                           double *row, double *norm, int64_t base, int32_t N, const double *v,
+                                           double *s, double *q, const int32_t *parent, const int32_t *cb,
+                                           int32_t tid, int32_t nt, bool own, int32_t c, int64_t cell_base,
+                                           bool one_cell, double tm_half) {
     const int32_t *col = g.snap_col + base;
     const double *gp = g.snap_g + base;
+    const bool parts = g.snap_slot != nullptr;
     for (int32_t i = tid; i < N; i += nt) {
         const int32_t pi = parent[i];
         s[i] = pi >= 0 ? gp[i] * (tm.ld(v + pi) - tm.ld(v + i)) : 0.0;
@@ -284,18 +307,30 @@ __device__ __forceinline__ void lfp_sample(const Team &tm, const ns_sim_tree &t,
     tm.sync();
     for (int32_t i = tid; i < N; i += nt) {
         const int32_t cc = col[i];
-        if (cc < 0) continue;
+        if (cc < 0) {
+            if (parts) q[i] = 0.0;
+            continue;
+        }
         double im = tm.ld(s + i);
-        for (int32_t q = cb[i]; q < cb[i + 1]; ++q) im -= tm.ld(s + t.child[q]);  // group-local
+        for (int32_t k = cb[i]; k < cb[i + 1]; ++k) im -= tm.ld(s + t.child[k]);  // group-local
         __stcs(row + cc, im);
+        if (parts) q[i] = im;
     }
     tm.sync();  // s read, before the next phase A writes rhs; the currents written, before the clamps
-    if (!own) return;
-    for (int64_t q = g.stim_begin[c]; q < g.stim_begin[c + 1]; ++q) {
-        const int32_t cc = col[cell_base + g.stim_node[q]];
-        if (cc >= 0 && tm_half < g.stim_del[q] + g.stim_dur[q] && tm_half >= g.stim_del[q])
-            row[cc] = tm.ld(row + cc) + g.stim_amp[q];
+    if (own) {
+        for (int64_t k = g.stim_begin[c]; k < g.stim_begin[c + 1]; ++k) {
+            const int64_t i = cell_base + g.stim_node[k];
+            const int32_t cc = col[i];
+            if (cc >= 0 && tm_half < g.stim_del[k] + g.stim_dur[k] && tm_half >= g.stim_del[k]) {
+                const double x = tm.ld(row + cc) + g.stim_amp[k];
+                row[cc] = x;
+                if (parts) q[i] = x;
+            }
+        }
     }
+    if (!parts) return;
+    tm.sync();  // q complete (the next phase C writes it after phase A's barrier)
+    lfp_norm_parts(tm, q, g.snap_slot + base, g.snap_at + base, N, one_cell, tid, nt, norm);
 }
 
 // NET, after the step's update: the synapses' states (after hh's, as the CPU loop; by the threads
@@ -469,8 +504,9 @@ __global__ void __launch_bounds__(NS_SIM_TREE_THREADS, FUSED ? 2 : 0)
         }
         // the LFP's sample (sim_impl.h), the same decision in every thread
         if (g.snap && step % r.snap_every == 0)
-            lfp_sample(tm, t, g, g.snap + (step / r.snap_every - r.snap_first) * r.snap_ld, base, N, v, rhs, parent, cb,
-                       tid, nt, own, c, cell_base, tm_half);
+            lfp_sample(tm, t, g, g.snap + (step / r.snap_every - r.snap_first) * r.snap_ld,
+                       g.snap + r.snap_norm_at + (step / r.snap_every - r.snap_first) * r.snap_norm_ld, base, N, v,
+                       rhs, U, parent, cb, tid, nt, own, c, cell_base, c1 - c0 == 1, tm_half);
         // E: spikes and recording, one thread per cell
         if (own) record_cell(tm, t, g, r, c, v, cell_base, step, tp, v_old, tcur, spikes);
         // NET: the synapses' states, then the detectors
