@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "grad/grad_gather.h"
+#include "grad/grad_impl.h"
 #include "grad/grad_ion.h"
 #include "grad/grad_events.h"
 #include "mech/blocks.h"
@@ -28,58 +29,6 @@
 #ifdef NS_HAVE_OPENMP
 #include <omp.h>
 #endif
-
-enum { P_CM, P_RA, P_VINIT, P_FIELD, P_GLOBAL, P_NET };
-
-typedef struct gparam {
-    int64_t cell;
-    int kind;
-    int32_t mech, field; /* P_FIELD: the field; P_GLOBAL: the GLOBAL; P_NET: field, its index in grad_events.c */
-    unsigned char *on;   /* per node of the cell's shape: selected (P_CM, P_FIELD) */
-    int set;
-    double value;
-} gparam;
-
-typedef struct gcell {
-    int64_t cell;
-    int32_t shape, n;
-    model_block *mb;
-    int64_t S;           /* doubles of the state: v, the density mechanisms' fields, the synapses' (ev), the ions' */
-    int64_t o_ion;       /* where its ion part starts (grad_ion.h): after the fields and the synapses' */
-    double *snap;        /* the ion parts before each mechanism's INITIAL or state() (n_mechs + 1) */
-    gev_cell *ev;        /* its synapses and events (grad_events.c), NULL: none */
-    double *a, *b, *cap; /* this cell's coefficients (Ra, cm applied) */
-    double ra_scale;     /* a and b are the shape's times this */
-    double v_init;
-    int32_t n_stims;
-    sim_stim *stims;
-    /* work */
-    double *v, *rhs, *d, *x, *vn, *y, *dw, *Fc, *lS, *lSn, *lFc, *out, *jac;
-    double *la, *lb, *lcap; /* adjoints of a, b, cap summed over the steps */
-    double l_vinit;
-    double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
-    double *ck;          /* during a run: the checkpoints, then one segment's states */
-    double **fptr;       /* a block product's field arrays (mech_vjp): room for the most fields */
-    double *gat;         /* a node_index block's gathered values (grad_gather.h) */
-    ns_mech_ion_view *gview; /* and its ion views */
-} gcell;
-
-struct ns_grad {
-    const ns_sim_t *sim;
-    const sim_model *model;
-    gev *ev;                /* the network (grad_events.c), NULL: none */
-    ns_grad_options options;
-    int64_t n_cells;
-    gcell *cells;
-    int32_t n_params, cap_params;
-    gparam *params;
-    size_t work_bytes;      /* the cells' work arrays */
-    int32_t *goff;          /* mechanism k's GLOBALs at goff[k] of lglob and gwant */
-    unsigned char *gwant;   /* a GLOBAL some cell's parameter names: its derivative is computed */
-    unsigned char *ci;      /* per mechanism: its ion values are constants (gion_constant) */
-    size_t bytes;
-    gion *ion;              /* the live ions (grad_ion.c) */
-};
 
 void ns_grad_options_init(ns_grad_options *options) {
     if (!options) return;
@@ -214,7 +163,7 @@ static int step(const ns_grad_t *g, gcell *gc, int64_t n, double t, double *tape
 
 /* Mechanism k's fields before INITIAL (field-major into F): its parameters,
  * the model's or those of the gradient's parameters that are set; zeros */
-static void pre_init_fields(const ns_grad_t *g, const gcell *gc, int32_t k, double *F) {
+void grad_pre_init_fields(const ns_grad_t *g, const gcell *gc, int32_t k, double *F) {
     const ns_mech_desc *d = g->model->mechs[k].desc;
     const sim_mech_shape *ms = &g->model->per_shape[(size_t)gc->shape * g->model->n_mechs + k];
     const int64_t ni = ms->n;
@@ -251,7 +200,7 @@ static void initialize(const ns_grad_t *g, gcell *gc, double *F, double *snap) {
         const ns_mech_desc *d = g->model->mechs[k].desc;
         const int64_t ni = ns_model_block_instances(gc->mb, k);
         if (snap) gion_save(g->ion, gc->mb, gc->n, snap + (size_t)k * ion_S);
-        pre_init_fields(g, gc, k, F);
+        grad_pre_init_fields(g, gc, k, F);
         put_fields(gc, k, d->n_fields, ni, F);
         ns_model_block_phase(g->model, gc->mb, k, 1, gc->v, 0.0, sim->params.dt, sim->params.celsius);
         ns_model_block_nernst(g->model, gc->mb, k, sim->params.celsius);
@@ -447,16 +396,9 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
 /* ---- runs ---- */
 
 
-typedef struct run_ctx {
-    int64_t steps, K, samples;
-    const ns_grad_loss *loss;
-    double *traces;    /* samples x sites (the caller's or ours) */
-    int64_t *fault_step; /* per cell: the step after which v was not finite, 0: none */
-    int32_t *fault_node; /* and its first such compartment */
-} run_ctx;
 
 /* l(y) of sample `sample` at site `site` */
-static double dl_dy(const ns_grad_t *g, const run_ctx *r, int64_t sample, int32_t site) {
+double grad_dl_dy(const ns_grad_t *g, const run_ctx *r, int64_t sample, int32_t site) {
     const size_t q = (size_t)sample * (size_t)g->sim->n_recs + (size_t)site;
     if (r->loss->dldy) return r->loss->dldy[q];
     const double w = r->loss->weight ? r->loss->weight[q] : 1.0;
@@ -477,7 +419,7 @@ static void add_loss_adjoint(const ns_grad_t *g, gcell *gc, const run_ctx *r, in
     const int64_t every = sim->options.record_every;
     if (step % every) return;
     for (int32_t k = 0; k < sim->n_recs; ++k)
-        if (sim->recs[k].cell == gc->cell) gc->lS[sim->recs[k].node] += dl_dy(g, r, step / every, k);
+        if (sim->recs[k].cell == gc->cell) gc->lS[sim->recs[k].node] += grad_dl_dy(g, r, step / every, k);
 }
 
 /* Where a run's buffer gc->ck holds (for checkpoints every K steps, n_ck of
@@ -495,7 +437,8 @@ static int64_t segment_of(const ns_grad_t *g, int64_t steps) {
         size_t most = 0;
         for (int64_t c = 0; c < g->n_cells; ++c) {
             const size_t want = ck_doubles(&g->cells[c], 1, steps);
-            most = want > most ? want : most;
+            if (g->backend == NS_BACKEND_CUDA) most += want; /* every cell's at once, in device memory */
+            else most = want > most ? want : most;
         }
         if ((double)most * sizeof(double) <= (double)limit) return steps;
         K = (int64_t)ceil(sqrt((double)steps));
@@ -578,7 +521,7 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
         const int32_t k = lion ? g->model->n_mechs - 1 - q : q;
         const int64_t o = field_off(g, gc, k);
         if (lion) ions_before(g, gc, k, lion);
-        pre_init_fields(g, gc, k, gc->Fc + o);
+        grad_pre_init_fields(g, gc, k, gc->Fc + o);
         mech_vjp(g, gc, k, PH_INIT, 0.0, gc->v, gc->Fc + o, gc->lS + o, gc->lSn, gc->lSn + o, lion);
     }
     if (gc->ev)
@@ -590,7 +533,7 @@ static void reverse_cell(const ns_grad_t *g, gcell *gc, const run_ctx *r) {
 }
 
 /* The cell's parameters' derivatives from its adjoints */
-static double param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p) {
+double grad_param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p) {
     const sim_shape *s = &g->sim->shapes[gc->shape];
     double acc = 0.0;
     switch (p->kind) {
@@ -620,7 +563,7 @@ static double param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p) {
 }
 
 /* cm, Ra and v_init of the cell from the parameters */
-static void apply_cable(const ns_grad_t *g, gcell *gc) {
+void grad_apply_cable(const ns_grad_t *g, gcell *gc) {
     const sim_shape *s = &g->sim->shapes[gc->shape];
     gc->ra_scale = 1.0;
     gc->v_init = g->sim->params.v_init;
@@ -648,7 +591,7 @@ static ns_status events_pass(ns_grad_t *g, int64_t steps) {
     ns_status st = gev_run_begin(g->ev);
     if (st == NS_OK && gev_needs_raster(g->ev)) {
         for (int64_t c = 0; c < g->n_cells && st == NS_OK; ++c) {
-            apply_cable(g, &g->cells[c]);
+            grad_apply_cable(g, &g->cells[c]);
             initialize(g, &g->cells[c], g->cells[c].Fc, NULL);
             st = gev_detect(g->ev, c, g->cells[c].v, 0.0);
         }
@@ -662,6 +605,34 @@ static ns_status events_pass(ns_grad_t *g, int64_t steps) {
     }
     gev_run_ready(g->ev, steps, dt);
     return st;
+}
+
+/* Every cell forward and back, `threads` at once: gval[c * (n_params + 1) + q] the derivative of
+ * parameter q of cell c */
+static void cpu_sweep(ns_grad_t *g, const run_ctx *rp, double *gval, int64_t threads) {
+    const run_ctx r = *rp;
+    const int64_t nc = g->n_cells, n_ck = (r.steps + r.K - 1) / r.K;
+    (void)threads; /* without OpenMP: one */
+#ifdef NS_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads((int)threads)
+#endif
+    for (int64_t c = 0; c < nc; ++c) {
+        gcell *gc = &g->cells[c];
+        gc->ck = malloc(ck_doubles(gc, n_ck, r.K) * sizeof(double));
+        if (!gc->ck) {
+            r.fault_step[c] = -1;
+            continue;
+        }
+        grad_apply_cable(g, gc);
+        if (forward_cell(g, gc, &r, c) == 0) {
+            reverse_cell(g, gc, &r);
+            for (int32_t q = 0; q < g->n_params; ++q)
+                if (g->params[q].cell == gc->cell)
+                    gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q] = grad_param_grad(g, gc, &g->params[q]);
+        }
+        free(gc->ck);
+        gc->ck = NULL;
+    }
 }
 
 ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
@@ -700,26 +671,7 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
     if (st == NS_OK && g->ev) st = events_pass(g, steps);
     if (st == NS_OK) {
         memset(r.traces, 0, n_samp * sizeof *r.traces);
-#ifdef NS_HAVE_OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads((int)threads)
-#endif
-        for (int64_t c = 0; c < nc; ++c) {
-            gcell *gc = &g->cells[c];
-            gc->ck = malloc(ck_doubles(gc, n_ck, r.K) * sizeof(double));
-            if (!gc->ck) {
-                r.fault_step[c] = -1;
-                continue;
-            }
-            apply_cable(g, gc);
-            if (forward_cell(g, gc, &r, c) == 0) {
-                reverse_cell(g, gc, &r);
-                for (int32_t q = 0; q < g->n_params; ++q)
-                    if (g->params[q].cell == gc->cell)
-                        gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q] = param_grad(g, gc, &g->params[q]);
-            }
-            free(gc->ck);
-            gc->ck = NULL;
-        }
+        cpu_sweep(g, &r, gval, threads);
         for (int64_t c = 0; c < nc && st == NS_OK; ++c) {
             if (r.fault_step[c] < 0)
                 st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: stored states of cell %lld (%lld steps)", (long long)c,
@@ -909,6 +861,13 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         if (gc->ev) st = gev_cell_bind(g->ev, c, gc->v, gc->rhs, gc->d, gc->mb);
     }
     g->work_bytes += gev_bytes(g->ev);
+    char why[256] = "";
+    if (st == NS_OK) {
+        const int no = grad_cuda_why_not(g, why, sizeof why);
+        g->backend = grad_backend_choose(g->options.backend, sim->backend, no ? why : NULL);
+        if (g->options.backend == NS_BACKEND_CUDA && no)
+            st = ns_fail(NS_ERR_UNSUPPORTED, "gradient on the GPU: %s (docs/gradients.md, \"On the GPU\")", why);
+    }
     if (st) {
         ns_grad_destroy(g);
         return st;
@@ -919,6 +878,7 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
 
 int32_t ns_grad_params(const ns_grad_t *g) { return g ? g->n_params : 0; }
 size_t ns_grad_bytes(const ns_grad_t *g) { return g ? g->bytes : 0; }
+ns_backend ns_grad_backend(const ns_grad_t *g) { return g ? g->backend : NS_BACKEND_CPU; }
 int64_t ns_grad_samples(const ns_grad_t *g, int64_t steps) {
     return g && steps >= 0 ? steps / g->sim->options.record_every + 1 : 0;
 }
@@ -1039,6 +999,11 @@ ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const
         free(p.on);
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "gradient parameter %s at %s: no compartment of cell %lld%s", name,
                        where, (long long)cell, p.kind == P_FIELD ? " where the mechanism is inserted" : " with membrane");
+    }
+    if (p.kind == P_GLOBAL && g->backend == NS_BACKEND_CUDA) {
+        free(p.on);
+        return ns_fail(NS_ERR_UNSUPPORTED, "gradient parameter %s on the GPU: a GLOBAL (one copy per mechanism on the "
+                       "device; docs/gradients.md, \"On the GPU\")", name);
     }
     if (p.kind == P_GLOBAL) g->gwant[g->goff[p.mech] + p.field] = 1;
     return push_param(g, &p, name, index);
