@@ -11,12 +11,4 @@ set_tests_properties(test_sim_network_large PROPERTIES SKIP_RETURN_CODE 77 TIMEO
 # CPU loop, its library built with this build's nvcc (skips without a GPU).
 add_test(NAME test_sim_events_cuda COMMAND test_sim_events cuda)
 set_tests_properties(test_sim_events_cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
-if(NS_HAVE_CUDA AND TARGET test_sim_events)
-  list(GET CMAKE_CUDA_ARCHITECTURES 0 _ns_first_arch)
-  string(REGEX MATCH "[0-9]+" _ns_first_arch "${_ns_first_arch}")
-  if(NOT _ns_first_arch)
-    set(_ns_first_arch 90)
-  endif()
-  target_compile_definitions(test_sim_events PRIVATE NS_NVCC="${CMAKE_CUDA_COMPILER}"
-    NS_CUDA_ARCH="sm_${_ns_first_arch}")
-endif()
+ns_test_nvcc(test_sim_events)

@@ -1,28 +1,14 @@
 # test_nmodl_cuda builds the mechanisms with the nvcc of this build, for its
 # first architecture (docs/mechanisms.md).
+ns_test_nvcc(test_nmodl_cuda)
 if(NS_HAVE_CUDA AND TARGET test_nmodl_cuda)
-  list(GET CMAKE_CUDA_ARCHITECTURES 0 _ns_first_arch)
-  string(REGEX MATCH "[0-9]+" _ns_first_arch "${_ns_first_arch}")
-  if(NOT _ns_first_arch)
-    set(_ns_first_arch 90) # "native", "all": Hopper, as the build's default
-  endif()
-  target_compile_definitions(test_nmodl_cuda PRIVATE NS_NVCC="${CMAKE_CUDA_COMPILER}"
-    NS_CUDA_ARCH="sm_${_ns_first_arch}")
   set_tests_properties(test_nmodl_cuda PROPERTIES TIMEOUT 900)
 endif()
 
 # test_nmodl_pointer cuda: gap.mod's POINTER on the GPU loop (skips without a GPU).
 add_test(NAME test_nmodl_pointer_cuda COMMAND test_nmodl_pointer cuda)
 set_tests_properties(test_nmodl_pointer_cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
-if(NS_HAVE_CUDA AND TARGET test_nmodl_pointer)
-  list(GET CMAKE_CUDA_ARCHITECTURES 0 _ns_first_arch)
-  string(REGEX MATCH "[0-9]+" _ns_first_arch "${_ns_first_arch}")
-  if(NOT _ns_first_arch)
-    set(_ns_first_arch 90)
-  endif()
-  target_compile_definitions(test_nmodl_pointer PRIVATE NS_NVCC="${CMAKE_CUDA_COMPILER}"
-    NS_CUDA_ARCH="sm_${_ns_first_arch}")
-endif()
+ns_test_nvcc(test_nmodl_pointer)
 
 # test_nmodl_neuron: every mechanism of data/mechanisms/ built with the system C compiler
 # (the same compiler and flags in every configuration of this library) and run by the test's
