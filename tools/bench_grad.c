@@ -29,14 +29,14 @@ static int locate(const ns_cell_t *cell, const char *option, const char *text, i
 typedef struct grad_opts {
     const char *morph, *params_file, *model_file, *traces_file, *iclamp;
     const char *records[MAX_ITEMS], *params[MAX_ITEMS];
-    int n_records, n_params, json, has_target, repeat, threads;
+    int n_records, n_params, json, has_target, repeat, threads, cuda;
     double target_mv;
     long long steps, every, n_cells;
 } grad_opts;
 
 static void help(const char *morph) {
     printf("usage: neurosolve bench grad [--morph FILE.swc] [--steps N] [--repeat R] [--checkpoint-every K]\n"
-           "         [--cells C] [--threads T]\n"
+           "         [--cells C] [--threads T] [--backend cpu|cuda]\n"
            "         [--params FILE] [--model FILE] [--iclamp LOC:DEL:DUR:AMP] [--record LOC]... [--param WHERE:NAME]...\n"
            "         [--target MV] [--traces FILE] [--json]\n"
            "  the gradient of a squared loss sum (v - target)^2 over the recorded samples with respect\n"
@@ -45,6 +45,8 @@ static void help(const char *morph) {
            "  target), the best of R runs each (default %s, 1000 steps of 0.025 ms, R = 3).\n"
            "  --cells: C copies of the cell, each with its own clamp, sites and parameters (default 1);\n"
            "  --threads: the forward run's and the gradient's threads (default 1);\n"
+           "  --backend cuda: the forward run on the GPU loop and the gradient by the GPU sweep (its\n"
+           "  memory: the device's), default cpu;\n"
            "  --params: a parameter file (dt, celsius, v_init, Ra, the per-section nseg and start_diam);\n"
            "  --model: the model file in place of the default; --traces: the forward pass's samples\n"
            "  (one line per sample, one column per site); --json: one JSON line;\n"
@@ -72,6 +74,11 @@ static int parse_options(int argc, char **argv, grad_opts *o) {
         else if (!strcmp(a, "--checkpoint-every")) o->every = atoll(val);
         else if (!strcmp(a, "--cells")) o->n_cells = atoll(val);
         else if (!strcmp(a, "--threads")) o->threads = atoi(val);
+        else if (!strcmp(a, "--backend")) {
+            if (strcmp(val, "cpu") && strcmp(val, "cuda"))
+                return cli_usage_error("bench grad", "--backend %s: cpu or cuda", val);
+            o->cuda = !strcmp(val, "cuda");
+        }
         else if (!strcmp(a, "--params")) o->params_file = val;
         else if (!strcmp(a, "--model")) o->model_file = val;
         else if (!strcmp(a, "--iclamp")) o->iclamp = val;
@@ -177,6 +184,7 @@ static void report(const grad_opts *o, const ns_cell_t *cell, const ns_grad_t *g
         json_int(&j, "steps", o->steps);
         json_int(&j, "cells", o->n_cells);
         json_int(&j, "threads", o->threads);
+        json_string(&j, "backend", o->cuda ? "cuda" : "cpu");
         json_int(&j, "repeat", o->repeat);
         json_double(&j, "forward_ms", 1e3 * fwd);
         json_double(&j, "gradient_ms", 1e3 * grd);
@@ -194,9 +202,10 @@ static void report(const grad_opts *o, const ns_cell_t *cell, const ns_grad_t *g
     printf("bench grad: %s, %d compartments, %lld cell%s, %lld steps, %d thread%s, best of %d\n", o->morph,
            (int)info.compartments, o->n_cells, o->n_cells > 1 ? "s" : "", o->steps, o->threads,
            o->threads > 1 ? "s" : "", o->repeat);
-    printf("  forward (ns_sim, CPU loop)  %10.3f ms\n  gradient (ns_grad_run)      %10.3f ms\n"
-           "  gradient / forward          %10.2f\n  stored states and work      %10.2f MB\n",
-           1e3 * fwd, 1e3 * grd, grd / fwd, (double)ns_grad_bytes(g) / 1e6);
+    printf("  forward (ns_sim, %s loop)  %10.3f ms\n  gradient (ns_grad_run, %s) %9.3f ms\n"
+           "  gradient / forward          %10.2f\n  %-27s %10.2f MB\n",
+           o->cuda ? "GPU" : "CPU", 1e3 * fwd, o->cuda ? "GPU" : "CPU", 1e3 * grd, grd / fwd,
+           o->cuda ? "device memory of the sweep" : "stored states and work", (double)ns_grad_bytes(g) / 1e6);
 }
 
 int bench_grad(int argc, char **argv) {
@@ -242,10 +251,11 @@ int bench_grad(int argc, char **argv) {
         goto fail;
     ns_sim_options so;
     ns_sim_options_init(&so);
-    so.backend = NS_BACKEND_CPU;
+    so.backend = o.cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
     so.model = model;
     so.threads = o.threads;
-    so.gpu_mechanisms = NS_SIM_GPU_MECHANISMS_PER_STEP;
+    /* the CPU loop's per-step mechanisms (the gradient's step); the GPU loop its fastest */
+    so.gpu_mechanisms = o.cuda ? NS_SIM_GPU_MECHANISMS_AUTO : NS_SIM_GPU_MECHANISMS_PER_STEP;
     const ns_cell_t *cells[1] = {cell};
     if ((s = ns_sim_create(1, cells, n_cells, NULL, &p, &so, &sim))) goto fail;
     int bad = add_iclamp(&o, cell, sim, &s);
@@ -284,6 +294,7 @@ int bench_grad(int argc, char **argv) {
     ns_grad_options_init(&go);
     go.threads = o.threads;
     go.checkpoint_every = o.every;
+    go.backend = o.cuda ? NS_BACKEND_CUDA : NS_BACKEND_CPU;
     if ((s = ns_grad_create(sim, &go, &g))) goto fail;
     if ((bad = add_params(&o, cell, g, &s)) == 1) goto fail;
     if (bad) {

@@ -46,8 +46,7 @@ typedef struct ns_grad_options {
     ns_backend backend;       /* the sweep's (docs/gradients.md, "On the GPU"): NS_BACKEND_AUTO (0)
                                  the GPU sweep for a simulation on CUDA whose model it supports,
                                  else the CPU's; NS_BACKEND_CUDA the GPU's (a model outside its
-                                 scope is refused, NS_ERR_UNSUPPORTED naming what); NS_BACKEND_CPU.
-                                 Until the GPU sweep lands, no model is in its scope. */
+                                 scope is refused, NS_ERR_UNSUPPORTED naming what); NS_BACKEND_CPU */
 } ns_grad_options;
 
 NS_API void ns_grad_options_init(ns_grad_options *options);
@@ -119,7 +118,8 @@ NS_API int64_t ns_grad_samples(const ns_grad_t *grad, int64_t steps);
 NS_API int32_t ns_grad_sites(const ns_grad_t *grad);
 
 /* Bytes of the last run's stored states (checkpoints and one segment's
- * tape per thread at work) and of the handle's per-cell copies. */
+ * tape per thread at work) and of the handle's per-cell copies; on the GPU
+ * (ns_grad_backend), the device memory the sweep held. */
 NS_API size_t ns_grad_bytes(const ns_grad_t *grad);
 /* The backend the handle's sweep runs on: NS_BACKEND_CPU or NS_BACKEND_CUDA (ns_grad_options.backend) */
 NS_API ns_backend ns_grad_backend(const ns_grad_t *grad);

@@ -607,8 +607,7 @@ static ns_status events_pass(ns_grad_t *g, int64_t steps) {
     return st;
 }
 
-/* Every cell forward and back, `threads` at once: gval[c * (n_params + 1) + q] the derivative of
- * parameter q of cell c */
+/* Every cell forward and back, `threads` at once: gval as grad_cuda_sweep's */
 static void cpu_sweep(ns_grad_t *g, const run_ctx *rp, double *gval, int64_t threads) {
     const run_ctx r = *rp;
     const int64_t nc = g->n_cells, n_ck = (r.steps + r.K - 1) / r.K;
@@ -671,7 +670,8 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
     if (st == NS_OK && g->ev) st = events_pass(g, steps);
     if (st == NS_OK) {
         memset(r.traces, 0, n_samp * sizeof *r.traces);
-        cpu_sweep(g, &r, gval, threads);
+        if (g->backend == NS_BACKEND_CUDA) st = grad_cuda_sweep(g, &r, gval, &g->bytes);
+        else cpu_sweep(g, &r, gval, threads);
         for (int64_t c = 0; c < nc && st == NS_OK; ++c) {
             if (r.fault_step[c] < 0)
                 st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: stored states of cell %lld (%lld steps)", (long long)c,

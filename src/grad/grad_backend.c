@@ -1,5 +1,5 @@
 /* Which sweep a gradient runs (docs/gradients.md, "On the GPU"): the CPU's
- * (grad.c) or the GPU's (its next landing), and what the GPU's does not cover. */
+ * (grad.c) or the GPU's (cuda/grad.c), and what the GPU's does not cover. */
 #include <stdio.h>
 
 #include "grad/grad_impl.h"
@@ -31,5 +31,5 @@ int grad_cuda_why_not(const ns_grad_t *g, char *why, size_t n) {
         if (g->params[q].kind == P_GLOBAL)
             return snprintf(why, n, "a GLOBAL parameter (%s's: one copy per cell on the CPU, one per mechanism on "
                             "the device)", g->model->mechs[g->params[q].mech].desc->name) > 0;
-    return snprintf(why, n, "the GPU sweep is the next landing") > 0;
+    return 0;
 }

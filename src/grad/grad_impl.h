@@ -1,8 +1,7 @@
 /* Private to the gradient (src/grad): the handle, its cells and parameters,
  * and what the CPU sweep (grad.c) shares with the GPU sweep (cuda/grad.c):
  * the parameters' values before INITIAL and on the cable, the loss's
- * adjoint, the parameters' derivatives from a cell's adjoints (the GPU
- * sweep: docs/gradients.md, "On the GPU", 2.). */
+ * adjoint, the parameters' derivatives from a cell's adjoints. */
 #ifndef NS_GRAD_IMPL_H
 #define NS_GRAD_IMPL_H
 
@@ -75,7 +74,7 @@ typedef struct run_ctx {
     int32_t *fault_node; /* and its first such compartment */
 } run_ctx;
 
-/* What a sweep shares with the CPU's (grad.c) */
+/* Shared by the two sweeps (grad.c) */
 void grad_pre_init_fields(const ns_grad_t *g, const gcell *gc, int32_t k, double *F);
 void grad_apply_cable(const ns_grad_t *g, gcell *gc);
 double grad_param_grad(const ns_grad_t *g, const gcell *gc, const gparam *p);
@@ -91,5 +90,11 @@ ns_backend grad_backend_choose(ns_backend requested, ns_backend sim_backend, con
  * mechanism without device products, a GLOBAL parameter), written into why (room for n); 0
  * where it can */
 int grad_cuda_why_not(const ns_grad_t *g, char *why, size_t n);
+
+/* The GPU sweep (cuda/grad.c; nocuda/grad.c refuses): every cell's forward pass and reverse
+ * sweep on the device with checkpoints every r->K steps in device memory, r->traces filled,
+ * gval[c * (n_params + 1) + q] the derivative of parameter q of cell c; *bytes the device
+ * memory it held */
+ns_status grad_cuda_sweep(ns_grad_t *g, const run_ctx *r, double *gval, size_t *bytes);
 
 #endif
