@@ -285,9 +285,23 @@ static int emit_st(gen *g, const st *s, int indent) {
         return 0;
     case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here; LINEAR, NONLINEAR: here */
         if (nm_find_block(g->m, s->name)->alg) {
+            if (s->here == 3 && !g->solve_here) return 0; /* BREAKPOINT's: state() calls it */
             nm_put(b, "%*s", indent, "");
             nm_put_call(g, "p", s->name, "");
             nm_put(b, ");\n");
+            return 0;
+        }
+        if (s->here == 1 || s->here == 4) { /* a DERIVATIVE's step outside BREAKPOINT; a PROCEDURE in a hook */
+            nm_put(b, "%*s", indent, "");
+            nm_put_call(g, s->here == 1 ? "d" : "p", s->name, "");
+            nm_put(b, ");\n");
+            return 0;
+        }
+        if (s->here == 2) { /* its STEADYSTATE: the step with dt = 1e-9 (scopmath's _ss_derivimplicit_thread) */
+            nm_put(b, "%*s{\n%*sns_mech_ppack q_ = *p;\n", indent, "", indent + 4, "");
+            nm_put(b, "%*sq_.dt = 1e-9;\n%*snsm_%s_d_%s(&q_, ", indent + 4, "", indent + 4, "", g->m->name, s->name);
+            nm_put_fargs(g);
+            nm_put(b, "i_, node_, v_);\n%*s}\n", indent, "");
             return 0;
         }
         if (g->solve_here && !s->steady) {
