@@ -808,9 +808,11 @@ NSD_hh_L10_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, cons
     (void)I1_;
     Id1_.d[9] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    nsd_hh_L10 g_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L10_add(v_, nsd_hh_L10_c(.001)));
     nsd_hh_L10 rhs_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    g_ = nsd_hh_L10_div(nsd_hh_L10_sub(g_, rhs_), nsd_hh_L10_c(.001));
+    nsd_hh_L10 g_ = nsd_hh_L10_c(0.0);
+    g_ = ((*F7_));
+    g_ = nsd_hh_L10_add(g_, (*F8_));
+    g_ = nsd_hh_L10_add(g_, (*F2_));
     double a_[10];
     a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0; a_[5] = 0.0; a_[6] = 0.0; a_[7] = 0.0; a_[8] = 0.0; a_[9] = 0.0;
     {
