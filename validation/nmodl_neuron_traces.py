@@ -118,6 +118,14 @@ CASES = {
     "usetab": (6.3, -65, 40, {"pas": {}, "usetab": {}}, [(5, 20, 0.1)], [], None, {}, False),
     # a TABLE'd FUNCTION that reads a GLOBAL that INITIAL sets (test/tablazy.mod: built at its first call)
     "tablazy": (6.3, -65, 40, {"pas": {}, "tablazy": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    # finitialize's evaluation of the currents at t = 0 (test/brkzero.mod: capump's `if (t == 0) {parms()}`
+    # sets the compartment its KINETIC scheme divides by): run by tests/sim/test_sim_nmodl_neuron.c
+    "brkzero": (6.3, -65, 40, {"pas": {}, "brkzero": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    # a SOLVE nested in BREAKPOINT's if/else (test/solveif.mod: ModelDB's bg_cvode.inc pattern)
+    "solveif": (6.3, -65, 40, {"pas": {}, "solveif": {}}, [(5, 20, 0.1)], [], None, {}, False),
+    # a concentration read makes NEURON compute e by Nernst at finitialize (test/einit.mod: READ nai):
+    # run by tests/sim/test_sim_nmodl_neuron.c, the ion's ena recorded
+    "einit": (6.3, -65, 40, {"pas": {}, "einit": {}}, [(5, 20, 0.1)], [], None, {}, False, "ena"),
     # the same in a tapered section of 3 segments (tests/sim/test_sim_nmodl_neuron.c: the simulation's
     # area and diam per segment): 3D points (x, y, z, diam), nseg, the probe's x (v at 0.5)
     "geomcell": (6.3, -65, 40, {"pas": {}, "geom": {}}, [(5, 20, 0.1)], [], None, {}, False, "s",
@@ -297,7 +305,8 @@ def main():
                                                                  "kflow.mod", "nosuffix.mod", "keuler.mod",
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
-                                                                 "usetab.mod")] +
+                                                                 "usetab.mod", "brkzero.mod", "solveif.mod",
+                                                                 "einit.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

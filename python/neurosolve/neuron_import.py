@@ -447,9 +447,16 @@ def from_neuron(sections=None, out=None, name="cell", library=None, types=None, 
                         m_lines.append(f"{loc}.{key} = {_fmt(vals[0])}")
                     else:
                         m_lines += [f"{loc}({_fmt(seg.x)}).{key} = {_fmt(v)}" for seg, v in zip(segs, vals)]
+            elif not state and not eadv:  # a concentration read: e by Nernst at finitialize (einit), ours too
+                for field in (ion + "i", ion + "o"):
+                    vals = [getattr(seg, field) for seg in segs]
+                    if all(v == vals[0] for v in vals):
+                        m_lines.append(f"{loc}.{field} = {_fmt(vals[0])}")
+                    else:
+                        m_lines += [f"{loc}({_fmt(seg.x)}).{field} = {_fmt(v)}" for seg, v in zip(segs, vals)]
             else:
                 miss.append(f"{s.name()}: ion {ion} style {style:o} (octal): neurosolve computes e by Nernst "
-                            f"exactly where a mechanism writes the concentration")
+                            f"where a mechanism writes the concentration (every step) or reads it (at finitialize)")
     res.mechanisms = mechs_used
     if lib_names is not None:
         for nm in mechs_used:

@@ -40,12 +40,6 @@ static size_t line_stride(int64_t cnt) {
     return ((size_t)cnt + per - 1) / per * per;
 }
 
-static int writes_e(const ns_mech_desc *d) {
-    for (int j = 0; j < d->n_ions; ++j)
-        if (d->ions[j].flags & NS_MECH_ION_WRITE_E) return 1;
-    return 0;
-}
-
 static void call(mech_block *mb, ns_mech_fn fn, double *v, double *rhs, double *d, double t, double dt,
                  double celsius, int whole);
 
@@ -372,8 +366,7 @@ ns_status ns_model_block_create(const sim_model *model, model_tables *tables, in
     b->written = malloc((size_t)(model->n_ions > 0 ? model->n_ions : 1) * (size_t)b->nw);
     b->geom = malloc(2 * (size_t)b->nw * sizeof *b->geom);
     if (!b->m || !b->ion || !b->written || !b->geom) goto oom;
-    for (int32_t k = 0; k < model->n_mechs && !b->scratch; ++k)
-        if (writes_e(model->mechs[k].desc) && !(b->scratch = malloc(2 * (size_t)b->nw * sizeof *b->scratch))) goto oom;
+    if (model->n_mechs > 0 && !(b->scratch = malloc(2 * (size_t)b->nw * sizeof *b->scratch))) goto oom;
     for (int32_t i = 0; i < n; ++i)
         for (int32_t j = 0; j < w; ++j) {
             const int64_t q = (int64_t)position(pos, i) * w + j;
@@ -469,7 +462,7 @@ oom:
 static void nernst_ions(const sim_model *model, model_block *b, double celsius, unsigned only_mech_ions,
                         const sim_mech *sm) {
     for (int32_t j = 0; j < model->n_ions; ++j) {
-        if (!model->ions[j].write_c) continue;
+        if (!model->ions[j].write_c && (only_mech_ions || !model->ions[j].einit)) continue;
         if (only_mech_ions) {
             int mine = 0;
             for (int q = 0; q < sm->desc->n_ions; ++q)
@@ -571,21 +564,16 @@ void ns_model_block_init(const sim_model *model, model_block *b, int32_t shape, 
         ns_model_block_nernst(model, b, k, celsius);
     }
     ns_model_block_hook(model, b, NS_MECH_AFTER_INITIAL, v, 0.0, dt, celsius);
-    /* finitialize ends with one evaluation of the currents (NEURON's
-     * setup_tree_matrix): what a step can see of it is a reversal potential
-     * that a BREAKPOINT with currents writes (WRITE ena), stored to the ion
-     * there. The mechanisms that write one run current() once, into scratch
-     * rhs and d; the ions' i and didv are zeroed again. */
-    if (b->scratch) {
-        for (int32_t k = 0; k < model->n_mechs; ++k)
-            if (writes_e(model->mechs[k].desc) && b->m[k].p.n > 0)
-                call(&b->m[k], model->mechs[k].desc->current, v, b->scratch, b->scratch + b->nw, 0.0, dt, celsius,
-                     model->mechs[k].desc->kind == NS_MECH_DENSITY);
-        for (int32_t j = 0; j < model->n_ions; ++j)
-            memset(b->ion + (size_t)(5 * j + 3) * (size_t)b->nw, 0, 2 * (size_t)b->nw * sizeof *b->ion);
-    }
-    /* finitialize's setup_tree_matrix runs BEFORE BREAKPOINT; BEFORE STEP is its last */
+    /* finitialize ends with NEURON's setup_tree_matrix (nrn_rhs): the BEFORE BREAKPOINT blocks,
+     * then every mechanism's currents once at t = 0 in type order (nrn_cur: the BREAKPOINT but
+     * its SOLVEs, so no state moves; what a step can see of it is what the BREAKPOINT assigns:
+     * a reversal potential it writes, capump's `if (t == 0) {parms()}`, the ions' currents, a
+     * random draw), into scratch rhs and d; then BEFORE STEP (fixed_record_continuous) */
     ns_model_block_hook(model, b, NS_MECH_BEFORE_BREAKPOINT, v, 0.0, dt, celsius);
+    for (int32_t k = 0; k < model->n_mechs; ++k)
+        if (b->m[k].p.n > 0)
+            call(&b->m[k], model->mechs[k].desc->current, v, b->scratch, b->scratch + b->nw, 0.0, dt, celsius,
+                 model->mechs[k].desc->kind == NS_MECH_DENSITY);
     ns_model_block_hook(model, b, NS_MECH_BEFORE_STEP, v, 0.0, dt, celsius);
 }
 

@@ -325,13 +325,14 @@ FUSED_FN void fused_first(const sim_model *model, model_block *b, int32_t w, dou
     mech_block *mb = k >= 0 ? &b->m[k] : NULL;
     ns_mech_ppack pp;
     if (mb) pp = fused_pack(mb, v, rhs, d, t, dt, celsius, mb->p.global);
-    if (mb && b->gather[0]) {
+    if (!mb || b->gather[0]) { /* without pas: every segment's lane-nodes from zero, in one loop */
         int64_t q0, q1, ia, ib;
         lane_range(b, w, r0, r1, &q0, &q1);
         for (int64_t q = q0; q < q1; ++q) {
             rhs[q] = 0.0;
             d[q] = 0.0;
         }
+        if (!mb) return;
         instance_range(mb, q0, q1, &ia, &ib);
         if (ia < ib) FUSED_CALL(pas_current, b->g_uniform[0], last, 1, mb, &pp, rhs, d, mb->node_index[ia], ib - ia, ia);
         return;
@@ -365,11 +366,12 @@ FUSED_FN void fused_second(const sim_model *model, model_block *b, int32_t w, do
         for (int j = 0; j < 2; ++j) ions[j] = (ns_mech_ion_view){mb->ions[j].e, NULL, NULL, NULL, NULL, NULL};
         pp.ion = ions;
     }
-    if (mb && b->gather[1]) {
-        int64_t q0, q1, ia, ib;
+    if (!mb || b->gather[1]) { /* without hh: the capacitance of every segment's lane-nodes, in one loop */
+        int64_t q0, q1, ia = 0, ib = 0;
         lane_range(b, w, r0, r1, &q0, &q1);
-        instance_range(mb, q0, q1, &ia, &ib);
-        if (ia < ib) FUSED_CALL(hh_current, b->g_uniform[1], last, 1, mb, &pp, d, cap, mb->node_index[ia], ib - ia, ia);
+        if (mb) instance_range(mb, q0, q1, &ia, &ib);
+        if (ia < ib)
+            FUSED_CALL(hh_current, b->g_uniform[1], last, 1, mb, &pp, d, cap, mb->node_index[ia], ib - ia, ia);
         for (int64_t q = q0; q < q1; ++q) d[q] += cap[q];
         return;
     }

@@ -73,7 +73,7 @@ struct model_block {
     double *ion;            /* per ion j: e, ci, co, i, didv at [(5 * j + q) * nw] */
     unsigned char *written; /* per ion j at [j * nw]: e by Nernst at that lane-node */
     double *geom;           /* area at [lane-node], diam at [nw + lane-node] (ns_mech_ppack.area, .diam) */
-    double *scratch;        /* rhs and d (2 nw) of finitialize's currents; NULL unless a mechanism writes e */
+    double *scratch;        /* rhs and d (2 nw) of finitialize's currents; NULL without mechanisms */
     model_tables *tab;      /* the TABLEs it reads (the simulation's; its own when tab_own) */
     int tab_own;
     ns_mech_error err;      /* the mechanisms' errors (ns_mech_ppack.error): every ppack of the block's */

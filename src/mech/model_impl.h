@@ -17,6 +17,7 @@ typedef struct sim_ion {
     int charge;
     int write_c; /* a mechanism writes its concentration somewhere (see sim_model.written) */
     int read_i;  /* a mechanism reads its current: the loops keep i and didv (else NULL views) */
+    int einit;   /* a mechanism reads its concentration somewhere: e by Nernst there at finitialize */
 } sim_ion;
 
 /* One mechanism of the simulation, in NEURON's type order. */

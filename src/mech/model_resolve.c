@@ -239,6 +239,23 @@ static ns_status ions_of_shape(sim_model *r, const ns_sim_model_t *mdl, int32_t 
                 for (int32_t i = 0; i < n; ++i)
                     if (ins[(size_t)i * nm + m]) written[(size_t)r->mechs[m].ion[j] * n + i] = 1;
     }
+    /* where one reads it (READ nai), at finitialize too (NEURON's nrn_promote: a concentration read
+     * makes e computed, einit; eion.cpp), unless a mechanism there writes e */
+    for (int32_t m = 0; m < r->n_mechs && st == NS_OK; ++m) {
+        const ns_mech_desc *d = r->mechs[m].desc;
+        for (int j = 0; j < d->n_ions; ++j) {
+            if (!(d->ions[j].flags & (NS_MECH_ION_READ_CI | NS_MECH_ION_READ_CO))) continue;
+            const int ion = r->mechs[m].ion[j];
+            for (int32_t i = 0; i < n; ++i) {
+                if (!ins[(size_t)i * nm + m]) continue;
+                int we = 0;
+                for (int32_t q = 0; q < r->n_mechs && !we; ++q)
+                    for (int u = 0; ins[(size_t)i * nm + q] && u < r->mechs[q].desc->n_ions; ++u)
+                        we |= r->mechs[q].ion[u] == ion && (r->mechs[q].desc->ions[u].flags & NS_MECH_ION_WRITE_E);
+                if (!we && !written[(size_t)ion * n + i]) written[(size_t)ion * n + i] = r->ions[ion].einit = 1;
+            }
+        }
+    }
     /* eX_fixed keeps e (and the need for it) where the concentration is written */
     for (int32_t j = 0; j < r->n_ions && st == NS_OK; ++j)
         for (int32_t i = 0; i < n; ++i)
@@ -249,7 +266,7 @@ static ns_status ions_of_shape(sim_model *r, const ns_sim_model_t *mdl, int32_t 
             if (written[(size_t)j * n + i] && user_e[(size_t)i * r->n_ions + j] > 0) {
                 const stmt *s = &mdl->stmts[user_e[(size_t)i * r->n_ions + j] - 1];
                 st = ns_fail(NS_ERR_INVALID_ARGUMENT,
-                             "shape %d: %s: %s: at compartment %d a mechanism writes the concentration of %s, "
+                             "shape %d: %s: %s: at compartment %d a mechanism writes or reads the concentration of %s, "
                              "so e%s follows from %si and %so by Nernst there (set those)",
                              (int)k, s->where, s->text, (int)i, r->ions[j].name, r->ions[j].name,
                              r->ions[j].name, r->ions[j].name);

@@ -527,6 +527,16 @@ static int finish_classes(parser *p) {
         /* NEURON: a PARAMETER that is not RANGE is GLOBAL */
         if (v->cls == V_PARAM && !nm_in_list(m->range, m->n_range, v->name)) v->cls = V_GLOBAL;
     }
+    /* a declared GLOBAL (a PARAMETER not RANGE) X0 of a STATE X is X's value before INITIAL, as nocmodl's
+     * initmodel (`pump = pump0;`: NEURON's cabpump.mod, whose INITIAL does not set pump) */
+    for (int i = 0; i < m->n_vars; i++) {
+        const var *x = &m->vars[i];
+        if (x->cls != V_STATE || x->ion >= 0 || x->start) continue;
+        char s0[130];
+        if (snprintf(s0, sizeof s0, "%s0", x->name) >= (int)sizeof s0) continue;
+        const var *g = nm_var(m, s0);
+        if (g && g->cls == V_GLOBAL && !g->size) m->vars[i].start = (int)(g - m->vars) + 1;
+    }
     /* a RANGE name that is never declared is ignored, as nocmodl does; a GLOBAL one is an error there too,
      * except in a THREADSAFE file that assigns it (not after PROTECT): nocmodl makes it a per-thread global
      * (it warns), which is an ASSIGNED field here, as a module-level LOCAL */

@@ -871,6 +871,36 @@ static void emit_group(dx *d, int K) {
     P("    return c_;\n}\n\n");
 }
 
+/* current()'s rhs_ and g_: g by the difference at v + .001, or where the currents are affine in v
+ * the sum of their symbolic slopes after one evaluation, as the forward code (nmodl_gen_entry.c) */
+static void current_slope(dx *d) {
+    const struct ns_nmodl *m = d->m;
+    ex **slope;
+    const int affine = nm_current_slopes(m, &slope);
+    if (affine < 0) dfail(d, 1, "(out of memory)");
+    if (affine <= 0) {
+        P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
+        put_args(d);
+        P("nsd_%s_add(v_, nsd_%s_c(.001)));\n", d->M, d->M);
+    }
+    P("    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M);
+    put_args(d);
+    P("v_);\n");
+    if (affine <= 0) {
+        P("    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
+        return;
+    }
+    nm_gen_scope_reset(d->g, 0); /* the slopes read no LOCAL */
+    P("    nsd_%s g_ = nsd_%s_c(0.0);\n", d->M, d->M);
+    for (int c = 0, n = 0; c < m->n_currents; c++) { /* the forward code's a + b + c, as (a + b) + c */
+        if (!slope[c]) continue;
+        if (n++) P("    g_ = nsd_%s_add(g_, ", d->M);
+        else P("    g_ = (");
+        dex(d, slope[c]);
+        P(");\n");
+    }
+}
+
 /* One phase's products (ph: 0 INITIAL, 1 current(), 2 state(), 3 NET_RECEIVE) named
  * `phase`, with the duals of K lanes (the group nsd_NAME_L<K>) */
 static void emit_phase(dx *d, int ph, const char *phase, int K, const int *lane, const unsigned char *may) {
@@ -889,13 +919,9 @@ static void emit_phase(dx *d, int ph, const char *phase, int K, const int *lane,
         }
         nm_gen_scope_reset(g, 0);
         if (m->initial && !d->failed) dlist(d, m->initial, 4);
-    } else if (ph == 1) { /* current (nsm_NAME_current_F): g by the difference at v + .001 */
+    } else if (ph == 1) { /* current (nsm_NAME_current_F) */
         copies(d, 0, 1);
-        P("    nsd_%s g_ = nsd_%s_cur(", d->M, d->M);
-        put_args(d);
-        P("nsd_%s_add(v_, nsd_%s_c(.001)));\n    nsd_%s rhs_ = nsd_%s_cur(", d->M, d->M, d->M, d->M);
-        put_args(d);
-        P("v_);\n    g_ = nsd_%s_div(nsd_%s_sub(g_, rhs_), nsd_%s_c(.001));\n", d->M, d->M, d->M);
+        current_slope(d);
         if (m->point) /* a point process's nA to the node's mA/cm2: 1e2 / area (the forward code's order) */
             P("    g_ = nsd_%s_mul_r(g_, p->weight[i_]);\n    rhs_ = nsd_%s_mul_r(rhs_, p->weight[i_]);\n", d->M, d->M);
     } else if (ph == 2) { /* state (nsm_NAME_state_F) */

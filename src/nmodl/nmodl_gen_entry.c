@@ -150,7 +150,19 @@ static int emit_init(gen *g) {
     return 0;
 }
 
-/* the BREAKPOINT's currents at v_, and NEURON's nrn_cur (the slope by v + .001) */
+/* the slope of currents affine in v (nm_current_slopes): k's, or the sum over all of them (k < 0) */
+static void put_slope(gen *g, ex *const *slope, int k) {
+    int any = 0;
+    for (int c = k < 0 ? 0 : k; c < (k < 0 ? g->m->n_currents : k + 1); c++) {
+        if (!slope[c]) continue;
+        if (any++) nm_put(g->b, " + ");
+        nm_gen_ex(g, slope[c]);
+    }
+    if (!any) nm_put(g->b, "0.0");
+}
+
+/* the BREAKPOINT's currents at v_, and NEURON's nrn_cur: the slope by v + .001, or where the
+ * currents are affine in v (nmodl_affine.c) their symbolic slope after one evaluation */
 static int emit_current(gen *g) {
     const struct ns_nmodl *m = g->m;
     buf *b = g->b;
@@ -169,6 +181,9 @@ static int emit_current(gen *g) {
         nm_put(b, ";\n");
     }
     nm_put(b, "    (void)v_;\n    return c_;\n}\n\n");
+    ex **slope;
+    const int affine = nm_current_slopes(m, &slope);
+    if (affine < 0) return nm_gfail(g, 0, "out of memory");
     /* current: NEURON's nrn_cur */
     nm_put(b, "NS_MECH_FN void nsm_%s_current_F(ns_mech_ppack *p, ", name);
     nm_put_fparams(g);
@@ -182,27 +197,38 @@ static int emit_current(gen *g) {
                 v->ion_what == 'c' ? "ci" : "co", v->ion);
     }
     nm_put(b, "    const double w_ = %s;\n", m->point ? "p->weight[i_]" : "1.0");
-    nm_put(b, "    double g_ = ");
-    nm_put_call(g, "cur", NULL, "");
-    nm_put(b, " + .001);\n");
-    for (int k = 0; k < m->n_currents; k++) {
-        const var *v = nm_find_var(m, m->currents[k]);
-        if (v->ion >= 0) nm_put(b, "    const double di%d_ = *F%d_;\n", k, v->field);
+    if (!affine) {
+        nm_put(b, "    double g_ = ");
+        nm_put_call(g, "cur", NULL, "");
+        nm_put(b, " + .001);\n");
+        for (int k = 0; k < m->n_currents; k++) {
+            const var *v = nm_find_var(m, m->currents[k]);
+            if (v->ion >= 0) nm_put(b, "    const double di%d_ = *F%d_;\n", k, v->field);
+        }
     }
     nm_put(b, "    double rhs_ = ");
     nm_put_call(g, "cur", NULL, "");
     nm_put(b, ");\n");
+    g->n_scope = 0; /* the slopes read no LOCAL */
     for (int k = 0; k < m->n_currents; k++) {
         const var *v = nm_find_var(m, m->currents[k]);
         if (v->ion < 0) continue;
         /* a loop passes NULL for an ion current nobody reads (ABI) */
-        nm_put(b, "    if (p->ion[%d].didv) NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], nsm_slope(di%d_ - *F%d_) * w_);\n",
-            v->ion, v->ion, v->ion, k, v->field);
+        nm_put(b, "    if (p->ion[%d].didv) NSM_ADD(p->ion[%d].didv[NSM_ION(%d)], ", v->ion, v->ion, v->ion);
+        if (affine) put_slope(g, slope, k);
+        else nm_put(b, "nsm_slope(di%d_ - *F%d_)", k, v->field);
+        nm_put(b, " * w_);\n");
         nm_put(b, "    if (p->ion[%d].i) NSM_ADD(p->ion[%d].i[NSM_ION(%d)], *F%d_ * w_);\n", v->ion, v->ion,
             v->ion, v->field);
     }
     store_e(g);
-    nm_put(b, "    g_ = nsm_slope(g_ - rhs_);\n");
+    if (affine) {
+        nm_put(b, "    double g_ = ");
+        put_slope(g, slope, -1);
+        nm_put(b, ";\n");
+    } else {
+        nm_put(b, "    g_ = nsm_slope(g_ - rhs_);\n");
+    }
     if (m->point) nm_put(b, "    g_ *= w_;\n    rhs_ *= w_;\n");
     if (m->electrode) /* nocmodl's electrode_current: injected, not a membrane current */
         nm_put(b, "    NSM_ADD(p->rhs[node_], rhs_);\n    NSM_ADD(p->d[node_], -g_);\n    (void)w_;\n}\n\n");

@@ -406,6 +406,10 @@ const block *nm_find_block(const struct ns_nmodl *m, const char *name);
 /* cnexp's x' = a x + c of ST_DERIV s: a and c, and whether the target -c/a is c's numerator
  * (x' = (inf - x)/tau); 0, 1 where a is 0 (x += dt c), -1 when not linear in x */
 int nm_cnexp_parts(const st *s, ex **a, ex **c, int *inf_form);
+/* nmodl_affine.c: whether the BREAKPOINT's currents are affine in v (g v + c, g and c free of v):
+ * 1 with (*slope)[k] = d current k / dv (NULL: 0; the array and its nodes in the emission's
+ * arena), 0 where not (NEURON's two evaluations), -1 out of memory */
+int nm_current_slopes(const struct ns_nmodl *m, ex ***slope);
 
 /* nmodl_diff.c: the mechanism's derivative code (ns_mech_desc.jac_*, forward-mode dual
  * numbers over the same expressions) after NAME.c's loops: 0 written; 1 not, why says

@@ -422,6 +422,41 @@ static int parse_callable(parser *p, int kind, int alg, int ftable) {
 
 /* A block into *dst: the first, or a second one of the kind after the first (netcon.inc's
  * BREAKPOINT and the file's, two AFTER SOLVE blocks): nocmodl runs both, in order */
+/* Take the SOLVEs out of the statements nested in l (if/else, FROM, WHILE, blocks) into *out,
+ * in text order, and remove them there. */
+static int take_solves(parser *p, stlist *l, stlist *out) {
+    int k = 0;
+    for (int i = 0; l && i < l->n; i++) {
+        st *s = l->s[i];
+        if (s->kind == ST_SOLVE) {
+            if (nm_add_st(p, out, s)) return -1;
+            continue;
+        }
+        if (take_solves(p, s->then_, out) || take_solves(p, s->else_, out)) return -1;
+        l->s[k++] = s;
+    }
+    if (l) l->n = k;
+    return 0;
+}
+
+/* nocmodl moves every SOLVE of a BREAKPOINT, however nested, to nrn_state (solve.cpp,
+ * solvequeue): `if (gmax == 0) {g = 0} else {SOLVE states METHOD cnexp ...}` (ModelDB's
+ * bg_cvode.inc) integrates the states whatever the condition, and the condition stays in the
+ * currents. A nested SOLVE becomes a statement of the block's top level, before the statement
+ * it was in (the SOLVEs run before the rest in nocmodl's nrn_state of a mechanism without
+ * currents). */
+static int hoist_solves(parser *p, stlist *l) {
+    stlist out = {0};
+    for (int i = 0; i < l->n; i++) {
+        st *s = l->s[i];
+        if (s->kind != ST_SOLVE && (take_solves(p, s->then_, &out) || take_solves(p, s->else_, &out))) return -1;
+        if (nm_add_st(p, &out, s)) return -1;
+    }
+    l->s = out.s;
+    l->n = out.n;
+    return 0;
+}
+
 static int append_block(parser *p, stlist **dst, stlist *l, const char *k, int line) {
     if (!*dst) {
         *dst = l;
@@ -506,6 +541,7 @@ int nm_parse_top(parser *p) {
             stlist **dst = !strcmp(k, "INITIAL") ? &m->initial : &m->breakpoint;
             stlist *l = nm_parse_block(p, NULL);
             if (!l) return -1;
+            if (dst == &m->breakpoint && hoist_solves(p, l)) return -1;
             if (append_block(p, dst, l, k, t->line)) return -1;
         } else if (!strcmp(k, "BEFORE") || !strcmp(k, "AFTER") || !strcmp(k, "CONSTRUCTOR") ||
                    !strcmp(k, "DESTRUCTOR")) {

@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 54); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 57); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -338,10 +338,13 @@ int main(void) {
         /* in three stages (nmodl_gen_block.c, cnexp_staged), joined for one instance */
         CHECK(strstr(hh, "nsm_hh_d_states_post(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, "
                          "F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, nsm_exp(a0_), t0_, nsm_exp(a1_), t1_, nsm_exp(a2_), t2_);"));
-        /* the slope (I(v + .001) - I(v)) / .001 (nsm_slope: the division on the host; on the GPU the product
-         * by 1000 corrected by its remainder, the same double: tests/nmodl/test_nmodl_cuda.c) and the TABLE's
-         * clamped ends */
-        CHECK(strstr(hh, "nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_ + .001)") && strstr(hh, "g_ = nsm_slope(g_ - rhs_);"));
+        /* currents affine in v (nmodl_affine.c): one evaluation, the slope gna + gk + gl (and each ion's
+         * didv its own), no second evaluation at v + .001 */
+        CHECK(strstr(hh, "double g_ = (*F7_) + (*F8_) + (*F2_);") && !strstr(hh, "v_ + .001") &&
+              strstr(hh, "NSM_ADD(p->ion[0].didv[NSM_ION(0)], (*F7_) * w_);"));
+        /* the slope (I(v + .001) - I(v)) / .001 elsewhere (nsm_slope: the division on the host; on the GPU the
+         * product by 1000 corrected by its remainder, the same double: tests/nmodl/test_nmodl_cuda.c) and the
+         * TABLE's clamped ends */
         CHECK(strstr(hh, "#ifdef __CUDA_ARCH__\n    const double q = x * 1000.0;\n    return fma(fma(-q, .001, x), 1000.0, q);\n"
                          "#else\n    return x / .001;\n#endif"));
         CHECK(strstr(hh, "hi_ = xi_ >= 200.") && strstr(hh, "const double xi_ = T_[3] * (x_ - T_[2]);") &&
@@ -695,6 +698,42 @@ int main(void) {
         "kout2.mod:4:", "one state on its left");
     bad("kout3.mod", "NEURON { SUFFIX x }\nPARAMETER { a = 1 }\nSTATE { b }\nKINETIC k {\n  ~ b <-> a (1, 2)\n  ~ a -> (3)\n}\n",
         NS_ERR_INVALID_ARGUMENT, "kout3.mod:6:", "'a' is not a STATE");
+
+    /* the currents' slope: symbolic where every current is affine in v (a chain through the block's
+     * variables, the derivative of each free of v), else NEURON's difference at v + .001 */
+    static const char *const SLOPE_HEAD = "NEURON { SUFFIX sl NONSPECIFIC_CURRENT i RANGE g, e, x }\n"
+                                          "PARAMETER { g = .001 e = -70 }\nASSIGNED { i x }\n";
+    static const struct {
+        const char *breakpoint, *slope; /* slope: the one evaluation's g_, NULL: two evaluations */
+    } SLOPES[] = {
+        {"x = v - e\n i = 2*(g*x) + 1", "double g_ = (2.0 * (*F0_));"},        /* chain rule, offset */
+        {"x = g*(e - v)\n i = -x", "double g_ = ((-1.0) * ((*F0_) * (-1.0)));"}, /* signs */
+        {"x = 3\n i = x*v/2 - e*g", "double g_ = NSM_DIVC((*F3_), 2.0);"},           /* x assigned before: read */
+        {"i = g*v*v", NULL},                                                 /* quadratic */
+        {"x = v\n i = g*x*v", NULL},                                         /* quadratic through x */
+        {"i = g*(v - e)/v", NULL},                                           /* a division by v */
+        {"i = g*exp(v/10)", NULL},                                           /* a math call of v */
+        {"i = x*(v - e)\n x = g", NULL},                                     /* x assigned after its use */
+        {"x = g\n x = 2*g\n i = x*(v - e)", NULL},                          /* assigned twice */
+        {"LOCAL k\n k = g\n i = k*(v - e)", NULL},                          /* the slope would read a LOCAL */
+        {"if (v > 0) { i = g*v } else { i = 0 }", NULL},                     /* an IF */
+        {"x = fabs(g)\n i = x*(v - e)", "double g_ = (*F3_);"},               /* a math call of no v */
+        {"i = g*at_time(1)*(v - e)", NULL},                                  /* other calls: two evaluations */
+        {"i = f(v)", NULL},                                                  /* a FUNCTION (rates(v) alike) */
+        {"x = f(1)\n i = x*(v - e)", NULL},                                  /* a FUNCTION's body may read v */
+    };
+    for (size_t k = 0; k < sizeof SLOPES / sizeof *SLOPES; k++) {
+        char text[600];
+        snprintf(text, sizeof text, "%sBREAKPOINT {\n %s\n}\nFUNCTION f(u) { f = g*u }\n", SLOPE_HEAD,
+                 SLOPES[k].breakpoint);
+        c = emit(text, NS_NMODL_HEADER);
+        if (SLOPES[k].slope)
+            CHECK_MSG(strstr(c, SLOPES[k].slope) && !strstr(c, "v_ + .001"), "%s: no slope %s", SLOPES[k].breakpoint,
+                      SLOPES[k].slope);
+        else
+            CHECK_MSG(strstr(c, "v_ + .001);") && strstr(c, "g_ = nsm_slope(g_ - rhs_);"), "%s: one evaluation",
+                      SLOPES[k].breakpoint);
+    }
 
     /* NMODL's language (issue 39): the generated forms */
     c = emit("NEURON { SUFFIX neg RANGE x }\nCONSTANT { k = -6 }\nASSIGNED { x }\n"

@@ -269,8 +269,8 @@ static int compare(const ns_mech_desc *d) {
     const double tol = strcmp(d->name, "cabuf") == 0 ? 1e-5 : strcmp(d->name, "nonlin") == 0 ? 1e-6 : 1e-9;
     CHECK_MSG(wf < tol && wr < tol && wd < tol && wi < tol, "%s: the device differs from the host", d->name);
     destruct_device_copy(d, g_f, glob);
-    /* pas (a current linear in v, no exp): the device's d and rhs are the host's doubles, which holds only if
-     * the device's slope in three operations (nsm_slope) is the host's division by .001 */
+    /* pas (a current linear in v, no exp; its d the slope g after one evaluation, docs/mechanisms.md,
+     * "Numerics"): the device's d and rhs are the host's doubles */
     if (strcmp(d->name, "pas") == 0)
         CHECK_MSG(memcmp(dd, g_d, sizeof(double) * nodes) == 0 && memcmp(rhs, g_rhs, sizeof(double) * nodes) == 0,
                   "pas: the device's d or rhs is not the host's (d %.1e, rhs %.1e relative)", wd, wr);

@@ -112,6 +112,8 @@ static const tcase CASES[] = {
     {"usetab", 6.3, -65, 40, {"pas", "usetab"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
     /* a TABLE'd FUNCTION reading a GLOBAL that INITIAL sets (verbatim/tablazy.mod: built at the first call) */
     {"tablazy", 6.3, -65, 40, {"pas", "tablazy"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
+    /* a SOLVE nested in BREAKPOINT's if/else (test/solveif.mod: ModelDB's bg_cvode.inc pattern) */
+    {"solveif", 6.3, -65, 40, {"pas", "solveif"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
     /* FUNCTION_TABLE: our test/ftab.mod, the tables of ftab_tables() (validation/nmodl_neuron_traces.py's) */
     {"ftab", 6.3, -65, 40, {"pas", "ftab"}, {{0}}, {{5, 20, 0.3}}, {{0, 0}}, 0, 0, 0, 0, "ninf"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
@@ -319,8 +321,70 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 47);
+    CHECK(n_mech == 50);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
+}
+
+/* The conductance d (and each ion's didv) that current() adds against NEURON's difference
+ * (I(v + .001) - I(v)) / .001 of the same compiled current(), called at v and at v + .001 (rhs and
+ * the ion currents): equal to rounding for every mechanism, whether it takes the difference itself
+ * or, with currents affine in v, the symbolic slope after one evaluation (docs/mechanisms.md, "The
+ * conductance"). A wrong slope (a term lost in the chain rule) differs at the first digit. */
+static void slope_sums(const ns_mech_desc *d, many *m, double *rhs, double *dd, double *didv) {
+    memset(m->rhs, 0, sizeof m->rhs);
+    memset(m->d, 0, sizeof m->d);
+    memset(m->i, 0, sizeof m->i);
+    memset(m->didv, 0, sizeof m->didv);
+    d->current(&m->p);
+    memcpy(rhs, m->rhs, sizeof m->rhs);
+    if (dd) memcpy(dd, m->d, sizeof m->d);
+    for (int j = 0; j < d->n_ions && j < 8; ++j) {
+        if (didv) memcpy(didv + (size_t)j * NI, m->didv[j], sizeof m->didv[j]);
+        memcpy(rhs + (size_t)(1 + j) * NI, m->i[j], sizeof m->i[j]);
+    }
+}
+static void slopes(ns_mech_library_t *const *libs, int n_libs) {
+    /* not smooth at the step's scale: lang's clip() jumps at v = ena, nonlin's current is a NEWTON
+     * solution to 1e-6 from the last one (its d a difference of two such) */
+    static const char *skip = " lang nonlin ";
+    int n_mech = 0;
+    for (int l = 0; l < n_libs; ++l)
+        for (int k = 0; k < ns_mech_library_count(libs[l]); ++k) {
+            const ns_mech_desc *d = ns_mech_library_get(libs[l], k);
+            char key[80];
+            snprintf(key, sizeof key, " %s ", d->name);
+            if (strstr(skip, key)) continue;
+            static many a;
+            static double r0[9 * NI], r1[9 * NI], g[NI], gi[8 * NI];
+            many_setup(&a, d, 0);
+            if (d->hooks[NS_MECH_CONSTRUCTOR]) d->hooks[NS_MECH_CONSTRUCTOR](&a.p);
+            d->init(&a.p);
+            for (int s = 0; s < 3; ++s) {
+                d->current(&a.p);
+                d->state(&a.p);
+            }
+            slope_sums(d, &a, r0, g, gi);
+            for (int i = 0; i < NI; ++i) a.v[i] += .001;
+            slope_sums(d, &a, r1, NULL, NULL);
+            double worst = 0.0;
+            for (int i = 0; i < NI; ++i) {
+                /* rhs gets -I (an ELECTRODE_CURRENT +I) and d dI/dv (-dI/dv): d = -(rhs(v + .001) - rhs(v)) / .001 */
+                const double fd = -(r1[i] - r0[i]) / .001, scale = fabs(g[i]) + 1e-9 * fabs(r0[i]) / .001;
+                if (scale > 0.0 && fabs(g[i] - fd) / scale > worst) worst = fabs(g[i] - fd) / scale;
+                for (int j = 0; j < d->n_ions && j < 8; ++j) {
+                    const double *i0 = r0 + (size_t)(1 + j) * NI, *i1 = r1 + (size_t)(1 + j) * NI;
+                    const double fi = (i1[i] - i0[i]) / .001, si = fabs(gi[j * NI + i]) + 1e-9 * fabs(i0[i]) / .001;
+                    if (si > 0.0 && fabs(gi[j * NI + i] - fi) / si > worst) worst = fabs(gi[j * NI + i] - fi) / si;
+                }
+            }
+            CHECK_MSG(worst < 1e-6, "%s: d or didv differs from the difference at v + .001 by %.1e (relative)",
+                      d->name, worst);
+            if (d->hooks[NS_MECH_DESTRUCTOR]) d->hooks[NS_MECH_DESTRUCTOR](&a.p);
+            free(a.fields); free(a.globals); free(a.table);
+            n_mech++;
+        }
+    printf("%d mechanisms: d and didv equal the difference at v + .001 to rounding\n", n_mech);
+    CHECK(n_mech > 40);
 }
 
 /* derivimplicit and euler on x' = (xinf - x)/tau against their closed forms,
@@ -444,11 +508,12 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 20);
+    CHECK(ns_mech_library_count(libs[2]) == 23);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     CHECK(ns_mech_library_count(libs[5]) == 4);
     many_paths(libs, N_LIBS);
+    slopes(libs, N_LIBS);
     for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) run_case(libs, N_LIBS, &CASES[k]);
     for (int k = 0; k < N_LIBS; ++k) ns_mech_library_close(libs[k]);
     char *sdir = tmp("solvers");

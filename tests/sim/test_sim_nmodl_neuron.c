@@ -11,6 +11,11 @@
  *   wena, wenai: WRITE ena (test/wena.mod without a current, its BREAKPOINT
  *     after the v update; wenai.mod with its own ina, stored by finitialize's
  *     currents too) with hh, which reads ena: v and the ion's ena;
+ *   brkzero: finitialize's evaluation of every mechanism's currents at t = 0 after INITIAL
+ *     (test/brkzero.mod: capump's `if (t == 0) {parms()}` in BREAKPOINT sets the compartment
+ *     that its KINETIC scheme divides by; without that evaluation the state is NaN): v and o;
+ *   einit: a concentration read (test/einit.mod: READ nai) makes ena computed by Nernst at
+ *     finitialize (NEURON's ion style, nrn_promote's einit): v and ena;
  *   bahook: BEFORE/AFTER blocks and a CONSTRUCTOR (test/bahook.mod, each block's effect in
  *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU too (the
  *     blocks as device launches, ns_mech_desc.cuda_hooks);
@@ -465,18 +470,20 @@ int main(void) {
     char files[2048];
     snprintf(files, sizeof files, "%s %s", MECH_DIR "/test/geom.mod " MECH_DIR "/test/wena.mod " MECH_DIR
              "/test/wenai.mod " MECH_DIR "/test/bahook.mod " MECH_DIR "/test/ftab.mod " MECH_DIR
-             "/hoc/hocerr.mod " MECH_DIR "/hoc/vbstatic.mod", tmp("dtab.mod"));
+             "/test/brkzero.mod " MECH_DIR "/test/einit.mod " MECH_DIR "/hoc/hocerr.mod " MECH_DIR "/hoc/vbstatic.mod", tmp("dtab.mod"));
     ns_mech_library_t *lib = test_mech_from_files(files, "libcases.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cells[2] = {tapered(), test_cylinder()};
     ftab_model_text();
-    const scase cases[6] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
+    const scase cases[8] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
                             {"wena", "all.insert = hh wena\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"wenai", "all.insert = hh wenai\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"bahook", "all.insert = hh bahook\n", "u_bahook", 0.5, 2, 30, 0.2, 0, 0},
+                            {"brkzero", "all.insert = pas brkzero\n", "o_brkzero", 0.5, 5, 20, 0.1, 0, 0},
+                            {"einit", "all.insert = pas einit\n", "ena", 0.5, 5, 20, 0.1, 0, 0},
                             {"ftab", "all.insert = pas ftab\n", "ninf_ftab", 0.5, 5, 20, 0.3, 0, 1},
                             {"ftab", ftab_text, "ninf_ftab", 0.5, 5, 20, 0.3, 0, 2}};
-    for (int k = 0; k < 6 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
+    for (int k = 0; k < 8 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
     if (lib) ftab_text_errors(lib);
     if (lib && cells[1]) hoc_errors(lib, cells[1]);
     if (lib && cells[0] && cells[1]) table_per_block(lib, cells);
@@ -489,7 +496,7 @@ int main(void) {
         o.cuda_arch = NS_CUDA_ARCH;
         remove(tmp("mod/vbstatic.mod")); /* static storage in VERBATIM C: a --cuda build refuses it */
         ns_mech_library_t *glib = test_mech_build(tmp("mod"), "libcases_cuda.so", &o, &skip);
-        for (int k = 0; k < 4 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
+        for (int k = 0; k < 6 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
         if (glib) hoc_errors_gpu(glib, cells[1]);
         ns_mech_library_close(glib);
     }

@@ -572,9 +572,9 @@ NSD_Exp2Syn_L4_FN void nsm_Exp2Syn_vjpa_current(ns_mech_ppack *p, int i_, int no
     Fd6_.d[2] = 1.0;
     Fd7_.d[3] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    nsd_Exp2Syn_L4 g_ = nsd_Exp2Syn_L4_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, nsd_Exp2Syn_L4_add(v_, nsd_Exp2Syn_L4_c(.001)));
     nsd_Exp2Syn_L4 rhs_ = nsd_Exp2Syn_L4_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, G_, i_, node_, v_);
-    g_ = nsd_Exp2Syn_L4_div(nsd_Exp2Syn_L4_sub(g_, rhs_), nsd_Exp2Syn_L4_c(.001));
+    nsd_Exp2Syn_L4 g_ = nsd_Exp2Syn_L4_c(0.0);
+    g_ = ((*F4_));
     g_ = nsd_Exp2Syn_L4_mul_r(g_, p->weight[i_]);
     rhs_ = nsd_Exp2Syn_L4_mul_r(rhs_, p->weight[i_]);
     double a_[4];

@@ -133,9 +133,8 @@ NS_MECH_FN double nsm_Exp2Syn_cur(ns_mech_ppack *p, double *F0_, double *F1_, do
 NS_MECH_FN void nsm_Exp2Syn_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = p->weight[i_];
-    double g_ = nsm_Exp2Syn_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_ + .001);
     double rhs_ = nsm_Exp2Syn_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, i_, node_, v_);
-    g_ = nsm_slope(g_ - rhs_);
+    double g_ = (*F4_);
     g_ *= w_;
     rhs_ *= w_;
     NSM_ADD(p->rhs[node_], -rhs_);

@@ -394,9 +394,9 @@ NSD_ExpSyn_L3_FN void nsm_ExpSyn_vjpa_current(ns_mech_ppack *p, int i_, int node
     Fd1_.d[1] = 1.0;
     Fd3_.d[2] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    nsd_ExpSyn_L3 g_ = nsd_ExpSyn_L3_cur(p, F0_, F1_, F2_, F3_, G_, i_, node_, nsd_ExpSyn_L3_add(v_, nsd_ExpSyn_L3_c(.001)));
     nsd_ExpSyn_L3 rhs_ = nsd_ExpSyn_L3_cur(p, F0_, F1_, F2_, F3_, G_, i_, node_, v_);
-    g_ = nsd_ExpSyn_L3_div(nsd_ExpSyn_L3_sub(g_, rhs_), nsd_ExpSyn_L3_c(.001));
+    nsd_ExpSyn_L3 g_ = nsd_ExpSyn_L3_c(0.0);
+    g_ = ((*F3_));
     g_ = nsd_ExpSyn_L3_mul_r(g_, p->weight[i_]);
     rhs_ = nsd_ExpSyn_L3_mul_r(rhs_, p->weight[i_]);
     double a_[3];

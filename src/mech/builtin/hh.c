@@ -1337,9 +1337,11 @@ NSD_hh_L10_FN void nsm_hh_vjpa_current(ns_mech_ppack *p, int i_, int node_, cons
     (void)I1_;
     Id1_.d[9] = 1.0;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    nsd_hh_L10 g_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L10_add(v_, nsd_hh_L10_c(.001)));
     nsd_hh_L10 rhs_ = nsd_hh_L10_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    g_ = nsd_hh_L10_div(nsd_hh_L10_sub(g_, rhs_), nsd_hh_L10_c(.001));
+    nsd_hh_L10 g_ = nsd_hh_L10_c(0.0);
+    g_ = ((*F7_));
+    g_ = nsd_hh_L10_add(g_, (*F8_));
+    g_ = nsd_hh_L10_add(g_, (*F2_));
     double a_[10];
     a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0; a_[5] = 0.0; a_[6] = 0.0; a_[7] = 0.0; a_[8] = 0.0; a_[9] = 0.0;
     {
@@ -1645,9 +1647,11 @@ NSD_hh_L8_FN void nsm_hh_vjpa_current_ci(ns_mech_ppack *p, int i_, int node_, co
     nsd_hh_L8 Id1_ = nsd_hh_L8_c(p->ion[1].e[NSM_ION(1)]), *I1_ = &Id1_;
     (void)I1_;
     (void)node_; (void)v_; (void)G_; (void)lg_;
-    nsd_hh_L8 g_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, nsd_hh_L8_add(v_, nsd_hh_L8_c(.001)));
     nsd_hh_L8 rhs_ = nsd_hh_L8_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, G_, i_, node_, v_);
-    g_ = nsd_hh_L8_div(nsd_hh_L8_sub(g_, rhs_), nsd_hh_L8_c(.001));
+    nsd_hh_L8 g_ = nsd_hh_L8_c(0.0);
+    g_ = ((*F7_));
+    g_ = nsd_hh_L8_add(g_, (*F8_));
+    g_ = nsd_hh_L8_add(g_, (*F2_));
     double a_[8];
     a_[0] = 0.0; a_[1] = 0.0; a_[2] = 0.0; a_[3] = 0.0; a_[4] = 0.0; a_[5] = 0.0; a_[6] = 0.0; a_[7] = 0.0;
     {

@@ -282,15 +282,12 @@ NS_MECH_FN double nsm_hh_cur(ns_mech_ppack *p, double *F0_, double *F1_, double 
 NS_MECH_FN void nsm_hh_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, double *F3_, double *F4_, double *F5_, double *F6_, double *F7_, double *F8_, double *F9_, double *F10_, double *F11_, double *F12_, double *F13_, double *F14_, double *F15_, double *F16_, double *F17_, double *I0_, double *I1_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = 1.0;
-    double g_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_ + .001);
-    const double di0_ = *F4_;
-    const double di1_ = *F5_;
     double rhs_ = nsm_hh_cur(p, F0_, F1_, F2_, F3_, F4_, F5_, F6_, F7_, F8_, F9_, F10_, F11_, F12_, F13_, F14_, F15_, F16_, F17_, I0_, I1_, i_, node_, v_);
-    if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], nsm_slope(di0_ - *F4_) * w_);
+    if (p->ion[0].didv) NSM_ADD(p->ion[0].didv[NSM_ION(0)], (*F7_) * w_);
     if (p->ion[0].i) NSM_ADD(p->ion[0].i[NSM_ION(0)], *F4_ * w_);
-    if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], nsm_slope(di1_ - *F5_) * w_);
+    if (p->ion[1].didv) NSM_ADD(p->ion[1].didv[NSM_ION(1)], (*F8_) * w_);
     if (p->ion[1].i) NSM_ADD(p->ion[1].i[NSM_ION(1)], *F5_ * w_);
-    g_ = nsm_slope(g_ - rhs_);
+    double g_ = (*F7_) + (*F8_) + (*F2_);
     NSM_ADD(p->rhs[node_], -rhs_);
     NSM_ADD(p->d[node_], g_);
     (void)w_;

@@ -85,9 +85,8 @@ NS_MECH_FN double nsm_pas_cur(ns_mech_ppack *p, double *F0_, double *F1_, double
 NS_MECH_FN void nsm_pas_current_F(ns_mech_ppack *p, double *F0_, double *F1_, double *F2_, int i_, int node_) {
     const double v_ = p->v[node_];
     const double w_ = 1.0;
-    double g_ = nsm_pas_cur(p, F0_, F1_, F2_, i_, node_, v_ + .001);
     double rhs_ = nsm_pas_cur(p, F0_, F1_, F2_, i_, node_, v_);
-    g_ = nsm_slope(g_ - rhs_);
+    double g_ = (*F0_);
     NSM_ADD(p->rhs[node_], -rhs_);
     NSM_ADD(p->d[node_], g_);
     (void)w_;
