@@ -340,7 +340,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
 static ns_status nernst_of(const ns_sim_t *sim, gpu_model *g, const sim_mech *sm, cudaStream_t stream) {
     const sim_model *model = g->model;
     for (int32_t j = 0; j < model->n_ions; ++j) {
-        if (!model->ions[j].write_c && (sm || !model->ions[j].einit)) continue;
+        if (!model->ions[j].write_c) continue;
         int mine = !sm;
         for (int q = 0; sm && q < sm->desc->n_ions; ++q)
             mine |= sm->ion[q] == j && (sm->desc->ions[q].flags & (NS_MECH_ION_WRITE_CI | NS_MECH_ION_WRITE_CO));
@@ -583,17 +583,20 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
     /* NEURON's finitialize: Nernst, then the mechanisms' INITIAL (model_initial) */
     if ((st = nernst_of(sim, g, NULL, stream)) != NS_OK) return st;
     if ((st = model_initial(sim, g, stream)) != NS_OK) return st;
-    /* finitialize's setup_tree_matrix: BEFORE BREAKPOINT, then every mechanism's currents once
-     * at t = 0 in type order into scratch rhs and d (the ions' i kept, as NEURON's), then
-     * BEFORE STEP: as the CPU loop (ns_model_block_init) */
+    /* finitialize's currents where a mechanism writes a reversal potential
+     * (WRITE ena), into scratch rhs and d, then the ions' i zeroed
+     * again: as the CPU loop (ns_model_block_init) */
     double *scratch = NULL;
-    if ((st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_BREAKPOINT, 0.0, 1, 0, stream)) != NS_OK) return st;
-    if (model->n_mechs > 0 && (cudaMalloc((void **)&scratch, 2 * (size_t)g->nodes * sizeof *scratch) != cudaSuccess ||
-                               cudaMemsetAsync(scratch, 0, 2 * (size_t)g->nodes * sizeof *scratch, stream) != cudaSuccess))
-        st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: %lld compartments", (long long)g->nodes);
     for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k) {
         const ns_mech_desc *desc = model->mechs[k].desc;
-        if (g->m[k].p.n == 0) continue;
+        unsigned we = 0;
+        for (int j = 0; j < desc->n_ions; ++j) we |= desc->ions[j].flags & NS_MECH_ION_WRITE_E;
+        if (!we || g->m[k].p.n == 0) continue;
+        if (!scratch && (cudaMalloc((void **)&scratch, 2 * (size_t)g->nodes * sizeof *scratch) != cudaSuccess ||
+                         cudaMemsetAsync(scratch, 0, 2 * (size_t)g->nodes * sizeof *scratch, stream) != cudaSuccess)) {
+            st = ns_fail(NS_ERR_DEVICE_MEMORY, "simulation: %lld compartments", (long long)g->nodes);
+            break;
+        }
         ns_mech_ppack q = g->m[k].p;
         q.rhs = scratch;
         q.d = scratch + g->nodes;
@@ -602,6 +605,12 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         q.celsius = sim->params.celsius;
         st = launched(desc->cuda_current(&q, stream), "BREAKPOINT", desc->name);
     }
+    for (int32_t j = 0; scratch && st == NS_OK && j < model->n_ions; ++j)
+        if (cudaMemsetAsync(g->ion + (size_t)(5 * j + 3) * (size_t)g->nodes, 0, (size_t)g->nodes * sizeof(double),
+                            stream) != cudaSuccess)
+            st = ns_fail(NS_ERR_CUDA, "simulation: ion currents");
+    /* finitialize's setup_tree_matrix runs BEFORE BREAKPOINT; BEFORE STEP is its last */
+    if (st == NS_OK) st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_BREAKPOINT, 0.0, 1, 0, stream);
     if (st == NS_OK) st = ns_gpu_hooks_run(sim, g, NS_MECH_BEFORE_STEP, 0.0, 1, 0, stream);
     if (st == NS_OK && cudaStreamSynchronize(stream) != cudaSuccess) st = ns_fail(NS_ERR_CUDA, "simulation: INITIAL");
     cudaFree(scratch);
