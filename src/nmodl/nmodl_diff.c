@@ -1010,16 +1010,11 @@ int nm_diff_emit(struct gen *g, char *why, size_t n_why) {
     }
     /* GCC: floating point that does not trap and math calls that leave errno, so that it runs
      * both sides of a select (dst_select, put_sum) and takes a call of constant arguments
-     * (hh's q10) out of the loop over the instances; neither changes a value (no contraction,
+     * (hh's q10, pow const: NAME.h) out of the loop over the instances; neither changes a value (no contraction,
      * no reassociation: the same bits). clang's default already ignores the exceptions. */
     P("\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
       "#pragma GCC optimize(\"no-trapping-math\", \"no-math-errno\")\n#endif\n");
-    /* pow as a const function (the C library's value), so that a pow of constants (hh's q10)
-     * leaves the loop over the instances: the compiler's pow may set errno (a store), so it
-     * stays where it is written, and a call in the loop keeps the loop scalar */
-    P("#if defined(__GNUC__) || defined(__clang__)\n#ifndef NSD_POW_CONST\n#define NSD_POW_CONST\n"
-      "__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }\n"
-      "#endif\n#define pow(a, b) nsd_pow_const_(a, b)\n#endif\n");
+    /* pow: the header's const function (nmodl_gen_entry.c), so that hh's q10 leaves the loop here too */
     char T[96];
     for (int q = 0; q < nK && !d->failed; q++) {
         snprintf(T, sizeof T, "%s_L%d", m->name, Ks[q]);

@@ -78,6 +78,13 @@ static void emit_prelude(gen *g) {
            "#define NSM_GPU(gpu, host) (gpu)\n#else\n"
            "#define NSM_DIVC(a, c) ((a) / (c))\n#define NSM_POWK(x, k) pow((x), (k))\n#define NSM_GPU(gpu, host) (host)\n"
            "#endif\n#endif\n");
+    /* pow as a const function on the host (the C library's value): the compiler's pow may set errno (a
+     * store), so a pow of constants (hh's q10) would stay in the loop over the instances, one call an
+     * instance, and a call in the loop keeps it scalar; const, it leaves the loop (the same bits). The
+     * forward code and the derivative code (nmodl_diff.c, after this header) alike. */
+    nm_put(b, "#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))\n#ifndef NSD_POW_CONST\n"
+           "#define NSD_POW_CONST\n__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) {\n"
+           "    return pow(a, b);\n}\n#endif\n#define pow(a, b) nsd_pow_const_(a, b)\n#endif\n");
     nm_put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
     if (m->n_ftables) /* NEURON's hoc_func_table (functabl.cpp), for FUNCTION_TABLEs */

@@ -249,13 +249,6 @@ NSM_LOOP void nsm_hh_state(ns_mech_ppack *p) {
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #endif
-#if defined(__GNUC__) || defined(__clang__)
-#ifndef NSD_POW_CONST
-#define NSD_POW_CONST
-__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) { return pow(a, b); }
-#endif
-#define pow(a, b) nsd_pow_const_(a, b)
-#endif
 
 /* ---- derivatives (nmodl_diff.c): dual numbers, a lane for each input a phase reads (of v, the 18 fields, the 1 GLOBALs), 1 for the phases that read that many ---- */
 enum { NSD_hh_L1_K = 1 };

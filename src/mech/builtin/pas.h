@@ -52,6 +52,15 @@ static inline __device__ double nsm_powk(double x, double k) {
 #define NSM_GPU(gpu, host) (host)
 #endif
 #endif
+#if !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__))
+#ifndef NSD_POW_CONST
+#define NSD_POW_CONST
+__attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, double b) {
+    return pow(a, b);
+}
+#endif
+#define pow(a, b) nsd_pow_const_(a, b)
+#endif
 #ifndef NSM_EXPRELR
 #define NSM_EXPRELR
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */
