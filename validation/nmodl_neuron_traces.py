@@ -155,6 +155,9 @@ CASES = {
     "cabuf": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
                              "SK_E2": {"gSK_E2bar": 0.01}, "cabuf": {}},
               [(20, 100, 0.3)], [], None, {"ek": -85}, True),
+    # recursive FUNCTIONs and PROCEDUREs (test/recur.mod: hh's n gate by recursion, a TABLE over it) with
+    # hh's sodium and leak (hh with gkbar 0), probing ntau
+    "recur": (6.3, -65, 50, {"hh": {"gkbar": 0}, "recur": {}}, [(2, 30, 0.2)], [], None, {}, False, "ntau"),
 }
 
 
@@ -306,7 +309,7 @@ def main():
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
-                                                                 "einit.mod")] +
+                                                                 "einit.mod", "recur.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

@@ -1,5 +1,5 @@
 /* The NMODL front end's checks after the parse (nmodl_parse.h): every name's class, the
- * calls' arities and recursion, the events' places, and the fields and globals' layout. */
+ * calls' arities, recursion (marked), the events' places, and the fields and globals' layout. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -364,51 +364,48 @@ static int mark_writes(parser *p, const stlist *l, const wscope *up, char **args
     return 0;
 }
 
-/* FUNCTIONs and PROCEDUREs must not call themselves, directly or through
- * others: the generated code inlines calls (NEURON's recurses; no real file
- * we know relies on it). A depth-first search of the call graph; state per
- * block: 0 unseen, 1 on the path, 2 done. */
-static int calls_in_list(parser *p, const stlist *l, int from, int *state);
-static int visit_block(parser *p, int b, int *state) {
-    if (state[b] == 2) return 0;
-    if (state[b] == 1) return 1;
-    state[b] = 1;
-    if (calls_in_list(p, p->m->blocks[b]->body, b, state)) return 1;
-    state[b] = 2;
-    return 0;
-}
-static int calls_in_ex(parser *p, const ex *e, int from, int *state, int line) {
+/* FUNCTIONs and PROCEDUREs that call themselves, directly or through others,
+ * as NEURON's C does: block->recursive marks each block on a cycle of the call
+ * graph (the generated code then calls it as a C function of its own rather
+ * than inlining it). reach: whether a call in the list leads to `target`;
+ * seen: the blocks already followed from the current start. */
+static int reach_list(parser *p, const stlist *l, int target, char *seen);
+static int reach_ex(parser *p, const ex *e, int target, char *seen) {
     if (!e) return 0;
     if (e->kind == EX_CALL) {
-        for (int i = 0; i < p->m->n_blocks; i++)
-            if (!strcmp(p->m->blocks[i]->name, e->text) && visit_block(p, i, state)) {
-                const block *b = p->m->blocks[from];
-                nm_perr(p, NS_ERR_UNSUPPORTED, line, "recursion is not supported: %s calls %s, which leads back to %s",
-                     b->name, e->text, b->name);
-                return 1;
+        for (int i = 0; i < p->m->n_blocks; i++) {
+            if (strcmp(p->m->blocks[i]->name, e->text) != 0) continue;
+            if (i == target) return 1;
+            if (!seen[i]) {
+                seen[i] = 1;
+                if (reach_list(p, p->m->blocks[i]->body, target, seen)) return 1;
             }
+        }
         for (int i = 0; i < e->n_args; i++)
-            if (calls_in_ex(p, e->args[i], from, state, line)) return 1;
+            if (reach_ex(p, e->args[i], target, seen)) return 1;
         return 0;
     }
-    return calls_in_ex(p, e->a, from, state, line) || calls_in_ex(p, e->b, from, state, line);
+    return reach_ex(p, e->a, target, seen) || reach_ex(p, e->b, target, seen);
 }
-static int calls_in_list(parser *p, const stlist *l, int from, int *state) {
-    for (int i = 0; i < l->n; i++) {
+static int reach_list(parser *p, const stlist *l, int target, char *seen) {
+    for (int i = 0; l && i < l->n; i++) {
         const st *s = l->s[i];
-        if (calls_in_ex(p, s->e, from, state, s->line) || calls_in_ex(p, s->index, from, state, s->line) ||
-            calls_in_ex(p, s->to, from, state, s->line) || calls_in_ex(p, s->by, from, state, s->line))
+        if (reach_ex(p, s->e, target, seen) || reach_ex(p, s->index, target, seen) ||
+            reach_ex(p, s->to, target, seen) || reach_ex(p, s->by, target, seen))
             return 1;
-        if (s->then_ && calls_in_list(p, s->then_, from, state)) return 1;
-        if (s->else_ && calls_in_list(p, s->else_, from, state)) return 1;
+        if (s->then_ && reach_list(p, s->then_, target, seen)) return 1;
+        if (s->else_ && reach_list(p, s->else_, target, seen)) return 1;
     }
     return 0;
 }
-static int no_recursion(parser *p) {
-    int *state = nm_calloc(nm_parse_arena, (size_t)p->m->n_blocks + 1, sizeof *state);
-    if (!state) return nm_perr(p, NS_ERR_OUT_OF_MEMORY, 1, "out of memory");
-    for (int i = 0; i < p->m->n_blocks; i++)
-        if (visit_block(p, i, state)) return -1;
+static int mark_recursion(parser *p) {
+    char *seen = nm_calloc(nm_parse_arena, (size_t)p->m->n_blocks + 1, 1);
+    if (!seen) return nm_perr(p, NS_ERR_OUT_OF_MEMORY, 1, "out of memory");
+    for (int i = 0; i < p->m->n_blocks; i++) {
+        memset(seen, 0, (size_t)p->m->n_blocks + 1);
+        block *b = p->m->blocks[i];
+        b->recursive = (b->kind == B_FUNCTION || b->kind == B_PROCEDURE) && reach_list(p, b->body, i, seen);
+    }
     return 0;
 }
 
@@ -854,7 +851,7 @@ static int finish_names(parser *p) {
         if (check_list(p, b->body, b, &scope, &n_scope)) goto fail;
     }
     p->vbody = NULL;
-    if (no_recursion(p)) goto fail;
+    if (mark_recursion(p)) goto fail;
     if (m->events && !m->point) { /* net_send in a SUFFIX's INITIAL: no queue to send to (nocmodl: the same) */
         nm_perr(p, NS_ERR_INVALID_ARGUMENT, p->ev_line,
              "net_send in a density mechanism (SUFFIX %s): events need a POINT_PROCESS or ARTIFICIAL_CELL", m->name);

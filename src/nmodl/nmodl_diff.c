@@ -486,11 +486,11 @@ static int dlist(dx *d, const stlist *l, int ind) {
     return d->failed ? -1 : 0;
 }
 
-/* A FUNCTION's or PROCEDURE's twin is always inlined (the translator refuses
- * recursion), into each of the entry points' clones too (a function of
+/* A FUNCTION's or PROCEDURE's twin is always inlined (a recursive one, never:
+ * NSD_TWIN), into each of the entry points' clones too (a function of
  * another target is inlined only where it must be) */
 static void put_proto(dx *d, const block *bl, const char *suffix) {
-    P("NSD_%s_FN %s%s nsd_%s_%c_%s%s(", d->M, bl->kind == B_FUNCTION ? "nsd_" : "void",
+    P("NSD_%s_%s %s%s nsd_%s_%c_%s%s(", d->M, bl->recursive ? "TWIN" : "FN", bl->kind == B_FUNCTION ? "nsd_" : "void",
       bl->kind == B_FUNCTION ? d->M : "", d->M, bl->kind == B_FUNCTION ? 'f' : 'p', bl->name, suffix);
     put_sig(d);
     for (int k = 0; k < bl->n_args; k++) P(", nsd_%s A_%s", d->M, bl->args[k]);

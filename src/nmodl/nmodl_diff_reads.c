@@ -46,7 +46,7 @@ static void rw_name(rw *a, const char *name) {
 }
 static void rw_list(rw *a, const stlist *l);
 static void rw_block(rw *a, const block *bl) {
-    if (a->depth > 16 || a->n_local + bl->n_args > 200) { /* deep or recursive: every input */
+    if (bl->recursive || a->depth > 16 || a->n_local + bl->n_args > 200) { /* deep or recursive: every input */
         rw_all(a);
         return;
     }

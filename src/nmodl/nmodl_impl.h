@@ -161,6 +161,7 @@ typedef struct block {
     int n_unknowns;
     int hoc_only;        /* its VERBATIM C needs hoc and nothing in the file calls it: left out (nmodl_verbatim.c) */
     int ftable;          /* a FUNCTION_TABLE (a FUNCTION without a body): 1 + its index in ppack.ftable; 0: none */
+    int recursive;       /* a FUNCTION or PROCEDURE on a cycle of calls (nmodl_check.c): never inlined */
 } block;
 
 /* A variable of the mechanism. */

@@ -252,7 +252,9 @@ static int parse_decls(parser *p, int cls) {
         int has_value = 0, size = 0;
         if (nm_parse_dim(p, &size)) return -1;
         if (size && cls == V_CONST)
-            return nm_perr(p, NS_ERR_UNSUPPORTED, t->line, "CONSTANT arrays are not supported ('%s')", t->text);
+            return nm_perr(p, NS_ERR_UNSUPPORTED, t->line,
+                           "CONSTANT %s[%d]: a CONSTANT array (nocmodl refuses it too, a syntax error: declare the "
+                           "array in PARAMETER or ASSIGNED)", t->text, size);
         if (nm_is_punct(p, '=')) {
             p->pos++;
             int neg = 0;

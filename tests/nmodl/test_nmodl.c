@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 57); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 58); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -811,10 +811,25 @@ int main(void) {
     bad("cr.mod", "NEURON { SUFFIX x }\rPARAMETER { g = 1 }\rCOMMENT\r\rENDCOMMENT\rBREAKPOINT {\r  g = = 2\r}\r",
         NS_ERR_PARSE, "cr.mod:7:", "expected an expression");
     bad("global.mod", "NEURON {\n SUFFIX x\n GLOBAL nope\n}\n", NS_ERR_INVALID_ARGUMENT, "global.mod:3:", "GLOBAL nope");
-    bad("recursion.mod", "NEURON { SUFFIX x }\nFUNCTION f(x) {\n  f = 1 + f(x - 1)\n}\n", NS_ERR_UNSUPPORTED,
-        "recursion.mod:3:", "recursion");
-    bad("mutual.mod", "NEURON { SUFFIX x }\nPROCEDURE a() {\n  b()\n}\nPROCEDURE b() {\n  LOCAL y\n  y = c(1)\n}\n"
-        "FUNCTION c(x) {\n  a()\n}\n", NS_ERR_UNSUPPORTED, "mutual.mod:10:", "c calls a, which leads back to c");
+    /* recursion, direct and through other calls, as NEURON's C: calls of C functions (the dual twins are not
+     * forced inline: NSD_TWIN); test/recur.mod runs against NEURON in test_nmodl_neuron */
+    {
+        static const char *mu = "NEURON { SUFFIX x }\nPROCEDURE a() {\n  b()\n}\nPROCEDURE b() {\n  LOCAL y\n  y = "
+                                "c(1)\n}\nFUNCTION c(x) {\n  if (x > 0) {\n    a()\n  }\n  c = x\n}\n"
+                                "FUNCTION f(x) {\n  if (x > 0) {\n    f = 1 + f(x - 1)\n  }\n}\n"
+                                "FUNCTION g(x) {\n  g = f(x)\n}\n";
+        const char *h = emit(mu, NS_NMODL_HEADER);
+        CHECK(strstr(h, "NS_MECH_FN double nsm_x_f_c(ns_mech_ppack *p, int i_, int node_, double v_, double A_x);"));
+        CHECK(strstr(h, "    nsm_x_p_a(p, i_, node_, v_);"));
+        CHECK(strstr(h, "ret_ = (1.0 + nsm_x_f_f(p, i_, node_, v_, (A_x - 1.0)));"));
+        const char *cs = emit(mu, NS_NMODL_C);
+        CHECK(strstr(cs, "_TWIN void nsd_x_L1_p_a("));
+        CHECK(strstr(cs, "_TWIN nsd_x_L1 nsd_x_L1_f_f("));
+        CHECK(strstr(cs, "_FN nsd_x_L1 nsd_x_L1_f_g(")); /* g calls f but is on no cycle: inlined */
+    }
+    /* nocmodl's grammar has no CONSTANT arrays (NEURON 9.0.2: "syntax error ... Illegal block") */
+    bad("carr.mod", "NEURON { SUFFIX x }\nCONSTANT {\n  b = 2\n  a[3]\n}\n", NS_ERR_UNSUPPORTED, "carr.mod:4:",
+        "CONSTANT a[3]: a CONSTANT array (nocmodl refuses it too");
     bad("inf.mod", "NEURON { SUFFIX x }\nCONSTANT {\n  big = 1e999\n}\n", NS_ERR_PARSE, "inf.mod:3:", "1e999");
     bad("unit.mod", "NEURON { SUFFIX x }\nUNITS {\n  F = (faradays) (coulomb)\n  G = (wibble) (1)\n}\n",
         NS_ERR_UNSUPPORTED, "unit.mod:4:", "unknown unit 'wibble'");
