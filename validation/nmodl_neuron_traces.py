@@ -158,6 +158,9 @@ CASES = {
     # recursive FUNCTIONs and PROCEDUREs (test/recur.mod: hh's n gate by recursion, a TABLE over it) with
     # hh's sodium and leak (hh with gkbar 0), probing ntau
     "recur": (6.3, -65, 50, {"hh": {"gkbar": 0}, "recur": {}}, [(2, 30, 0.2)], [], None, {}, False, "ntau"),
+    # VERBATIM C in a KINETIC block (test/vbkin.mod: its rates computed by the C) with hh's sodium and leak,
+    # probing kf, which the C writes
+    "vbkin": (20, -65, 50, {"hh": {"gkbar": 0}, "vbkin": {}}, [(2, 30, 0.2)], [], None, {}, False, "kf"),
 }
 
 
@@ -309,7 +312,7 @@ def main():
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
-                                                                 "einit.mod", "recur.mod")] +
+                                                                 "einit.mod", "recur.mod", "vbkin.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

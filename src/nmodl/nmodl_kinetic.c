@@ -188,7 +188,20 @@ static int append(lower *L, stlist *l, st *s, int *cap, int line) {
     l->s[l->n++] = s;
     return 0;
 }
-/* FROM i = a TO b [BY k] { body } with constant bounds: the body once per i, i replaced by its value */
+/* whether a list holds a reaction, CONSERVE, COMPARTMENT or LONGITUDINAL_DIFFUSION (in its ifs too) */
+static int has_scheme(const stlist *l) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_REACTION || s->kind == ST_CONSERVE || s->kind == ST_COMPARTMENT || s->kind == ST_LDIFUS ||
+            has_scheme(s->then_) || has_scheme(s->else_))
+            return 1;
+    }
+    return 0;
+}
+/* FROM i = a TO b [BY k] { body } with constant bounds: the body once per i, i replaced by its value. Other
+ * bounds: NEURON's nocmodl builds the matrix from a loop in C, but CoreNEURON's NMODL (NEURON 9.0.2's nmodl)
+ * drops the reactions of such a loop (its nrn_state keeps only the loop's rate assignments), so the form is
+ * not portable NEURON: refused, as is (not done yet) such a loop without reactions. */
 static int unroll(lower *L, stlist *l) {
     st **old = l->s;
     const int n = l->n;
@@ -208,7 +221,11 @@ static int unroll(lower *L, stlist *l) {
         if (const_eval(L->m, s->e, &a) || const_eval(L->m, s->to, &b) || (s->by && const_eval(L->m, s->by, &by)) ||
             a != (int)a || b != (int)b || by != (int)by || by == 0)
             return lfail(L, NS_ERR_UNSUPPORTED, s->line,
-                         "a FROM loop in a KINETIC block needs integer constant bounds (numbers, DEFINEs, CONSTANTs)");
+                         has_scheme(s->then_)
+                             ? "a FROM loop of reactions in a KINETIC block needs integer constant bounds (numbers, "
+                               "DEFINEs, CONSTANTs): CoreNEURON's NMODL drops the reactions of other loops"
+                             : "a FROM loop in a KINETIC block needs integer constant bounds (numbers, DEFINEs, "
+                               "CONSTANTs; without reactions, move the loop into a PROCEDURE the block calls)");
         if (s->then_->n_locals)
             return lfail(L, NS_ERR_UNSUPPORTED, s->line, "LOCAL inside a FROM loop of a KINETIC block is not supported");
         for (int v = (int)a; by > 0 ? v <= b : v >= b; v += (int)by) {
@@ -501,14 +518,14 @@ static int lower_list(lower *L, stlist *l) {
         case ST_FROM: /* reactions over array states: not yet (docs/mechanisms.md) */
             return lfail(L, NS_ERR_UNSUPPORTED, s->line, "a %s loop in a KINETIC block is not supported",
                          s->kind == ST_WHILE ? "WHILE" : "FROM");
-        case ST_RETURN:
-        case ST_VERBATIM: /* the block is evaluated per Newton step: C there would run an unknown number of times */
+        case ST_RETURN: /* VERBATIM `return 0;`: nocmodl's KINETIC function would return before its matrix */
             return lfail(L, NS_ERR_UNSUPPORTED, s->line,
-                         "VERBATIM in a KINETIC block is not supported: move the C into a PROCEDURE the block calls");
+                         "VERBATIM `return` in a KINETIC block (NEURON's function would leave its equations unset)");
         case ST_IF:
             if (lower_list(L, s->then_) || (s->else_ && lower_list(L, s->else_))) return -1;
             /* fall through */
         case ST_ASSIGN:
+        case ST_VERBATIM: /* C: runs where NEURON's does, at each evaluation of the block (each Newton step) */
         case ST_CALL: {
             st **n = nm_realloc(&L->m->arena, o.s, (size_t)(o.n + 1) * sizeof *n);
             if (!n) return oom(L, s->line);
@@ -531,6 +548,8 @@ static int side_effects(const struct ns_nmodl *m, const stlist *l, char **locals
         if (s->kind == ST_CALL) {
             for (int b = 0; b < m->n_blocks; b++)
                 if (!strcmp(m->blocks[b]->name, s->e->text) && m->blocks[b]->kind == B_PROCEDURE) return 1;
+        } else if (s->kind == ST_VERBATIM) {
+            return 1; /* C may write anything */
         } else if (s->kind == ST_ASSIGN) {
             int local = 0;
             for (int k = 0; k < n_locals && !local; k++) local = !strcmp(locals[k], s->name);

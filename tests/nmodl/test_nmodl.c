@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 58); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 59); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -580,8 +580,8 @@ int main(void) {
     bad("vion.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n _ion_cai = 1;\nENDVERBATIM\n}\n", NS_ERR_UNSUPPORTED,
         "vion.mod:4:", "_ion_cai, which names no ion variable");
     bad("vkin.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n"
-        "VERBATIM\n int z = 0;\nENDVERBATIM\n ~ a <-> b (1, 1)\n}\n", NS_ERR_UNSUPPORTED, "vkin.mod:5:",
-        "VERBATIM in a KINETIC block");
+        "VERBATIM\n return 0;\nENDVERBATIM\n ~ a <-> b (1, 1)\n}\n", NS_ERR_UNSUPPORTED, "vkin.mod:5:",
+        "VERBATIM `return` in a KINETIC block");
     bad("vend.mod", "NEURON { SUFFIX x }\nINITIAL {\nVERBATIM\n int z = 0;\n}\n", NS_ERR_PARSE, "vend.mod:3:",
         "without ENDVERBATIM");
     bad("pointer.mod", "NEURON {\n SUFFIX x\n POINTER p\n}\nSTATE { p }\n", NS_ERR_INVALID_ARGUMENT,
@@ -871,7 +871,11 @@ int main(void) {
     bad("kar1.mod", "NEURON { SUFFIX x }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO 1 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
         NS_ERR_INVALID_ARGUMENT, "kar1.mod:5:", "c[2]: out of 0 .. 1");
     bad("kar2.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO n {\n"
-        "    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n", NS_ERR_UNSUPPORTED, "kar2.mod:5:", "integer constant bounds");
+        "    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n", NS_ERR_UNSUPPORTED, "kar2.mod:5:",
+        "reactions in a KINETIC block needs integer constant bounds (numbers, DEFINEs, CONSTANTs): CoreNEURON's");
+    bad("kar3.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { c[2] }\nASSIGNED { r[2] }\nKINETIC k {\n"
+        "  FROM i = 0 TO n - 1 {\n    r[i] = i\n  }\n  ~ c[0] <-> c[1] (r[0], r[1])\n}\n", NS_ERR_UNSUPPORTED,
+        "kar3.mod:6:", "move the loop into a PROCEDURE the block calls");
     bad("kar3.mod", "NEURON { SUFFIX x }\nSTATE { c[2] b }\nKINETIC k {\n  ~ c <-> b (1, 2)\n}\n",
         NS_ERR_INVALID_ARGUMENT, "kar3.mod:4:", "'c' is an array");
     bad("by.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  FROM i = 0 TO 3 BY 0.5 { }\n}\n", NS_ERR_PARSE, "by.mod:3:",

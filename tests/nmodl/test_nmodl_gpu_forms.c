@@ -3,7 +3,8 @@
  * the system C compiler twice, as the host's C and with the device's forms (a compiler wrapper that
  * defines __CUDA_ARCH__, and atomicAdd as +=, so that the generated headers take their device
  * branches: products by reciprocals, x^k as products, the cnexp targets with their common factors
- * cancelled), each run by test_nmodl_neuron's one-compartment driver (tests/common/nmodl_driver.h)
+ * cancelled), also test/recur.mod (recursive device functions) and test/vbkin.mod (VERBATIM C in a KINETIC
+ * block), each run by test_nmodl_neuron's one-compartment driver (tests/common/nmodl_driver.h)
  * over the same cases with spikes; the two must agree to rounding (|dv| within 1e-6 mV, cai within
  * 1e-9 relative, every step: the L5 soma's ten spikes over 300 ms amplify the last bits to 4e-8 mV,
  * the single channels stay under 2e-12), and the forms must have been taken (some bits differ). */
@@ -34,7 +35,27 @@ static const tcase CASES[] = {
      {{0}}, {{5, 0.01}, {15, 0.02}}, 0, 0, 0, 0},
     NMODL_BBP_CHANNELS,
     NMODL_L5SOMA(300),
+    /* recursive device functions (test/recur.mod) and VERBATIM C in a KINETIC block (test/vbkin.mod) */
+    {"recur", 6.3, -65, 50, {"hh", "recur"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ntau"},
+    {"vbkin", 20, -65, 50, {"hh", "vbkin"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "kf"},
 };
+
+/* a folder of the tmpdir with copies of data/mechanisms/test's files `names` (NULL-terminated) */
+static char *test_subset(const char *const *names) {
+    char *dir = tmp("lang");
+    if (!dir || mkdir(dir, 0755) != 0) return NULL;
+    for (int k = 0; names[k]; ++k) {
+        char src[512], dst[512], buf[4096];
+        snprintf(src, sizeof src, "%s/test/%s", MECH_DIR, names[k]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, names[k]);
+        FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
+        size_t n = 0;
+        while (out && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+        if (in) fclose(in);
+        if (!out || fclose(out) != 0) return NULL;
+    }
+    return dir;
+}
 
 /* The case's trace (v, cai or the probe, eca per step) with the mechanisms of libs; NULL on failure. */
 static double *trace(ns_mech_library_t *const *libs, const tcase *tc, long steps) {
@@ -42,7 +63,7 @@ static double *trace(ns_mech_library_t *const *libs, const tcase *tc, long steps
     memset(&c, 0, sizeof c);
     c.celsius = tc->celsius;
     for (int k = 0; k < MAX_MECH && tc->mechs[k]; ++k) {
-        const ns_mech_desc *d = find(libs, 2, tc->mechs[k]);
+        const ns_mech_desc *d = find(libs, 3, tc->mechs[k]);
         CHECK_MSG(d != NULL, "%s: no mechanism %s", tc->name, tc->mechs[k]);
         if (!d || add_mech(&c, d)) { free_comp(&c); return NULL; }
     }
@@ -75,17 +96,21 @@ int main(void) {
     CHECK(chmod(wrap, 0755) == 0);
     ns_mechanisms_build_options host = {0}, device = {0};
     device.cc = wrap;
-    ns_mech_library_t *h[2] = {NULL, NULL}, *g[2] = {NULL, NULL};
-    const char *dirs[2] = {MECH_DIR "/neuron", MECH_DIR "/bbp"};
-    const char *hn[2] = {"libneuron.so", "libbbp.so"}, *gn[2] = {"libneuron_dev.so", "libbbp_dev.so"};
+    ns_mech_library_t *h[3] = {NULL, NULL, NULL}, *g[3] = {NULL, NULL, NULL};
+    static const char *const lang[] = {"recur.mod", "vbkin.mod", NULL};
+    const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp", test_subset(lang)};
+    CHECK(dirs[2] != NULL);
+    if (!dirs[2]) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
+    const char *hn[3] = {"libneuron.so", "libbbp.so", "liblang.so"};
+    const char *gn[3] = {"libneuron_dev.so", "libbbp_dev.so", "liblang_dev.so"};
     int skip = 0;
-    for (int k = 0; k < 2 && !skip; ++k) {
+    for (int k = 0; k < 3 && !skip; ++k) {
         /* BBP's host library: the run's fixture mechlib_bbp (tests/CMakeLists.txt) */
         h[k] = k == 1 ? test_mech_shared("NS_TEST_LIBBBP", dirs[k], hn[k], &skip) : test_mech_build(dirs[k], hn[k], &host, &skip);
         if (!skip) g[k] = test_mech_build(dirs[k], gn[k], &device, &skip);
     }
     if (skip) return tmpdir_remove(), 77;
-    if (!h[0] || !h[1] || !g[0] || !g[1]) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
+    if (!h[0] || !h[1] || !h[2] || !g[0] || !g[1] || !g[2]) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
     int differ = 0; /* cases where the forms changed some bit */
     for (size_t k = 0; k < sizeof CASES / sizeof *CASES; ++k) {
         const tcase *tc = &CASES[k];
@@ -107,7 +132,7 @@ int main(void) {
         free(b);
     }
     CHECK_MSG(differ > 0, "the device's forms were not taken (the libraries give the same bits)");
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 3; ++k) {
         ns_mech_library_close(h[k]);
         ns_mech_library_close(g[k]);
     }
