@@ -86,12 +86,15 @@ static double *trace(ns_mech_library_t *const *libs, const tcase *tc, long steps
 
 int main(void) {
     if (tmpdir_make("ns_gpu_forms")) return 77;
-    /* the device's branches of the generated headers on the host: __CUDA_ARCH__, and __device__ as nothing */
+    /* the device's branches of the generated headers on the host: __CUDA_ARCH__, __device__ and __host__ as
+     * nothing, the atomics that VERBATIM C's device error report uses as one thread's plain operations */
     char *wrap = tmp("cc-device-forms");
     FILE *f = fopen(wrap, "w");
     CHECK(f != NULL);
     if (!f) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
-    fputs("#!/bin/sh\nexec cc -D__CUDA_ARCH__=900 -D__device__= '-DatomicAdd(a,x)=(*(a)+=(x))' \"$@\"\n", f);
+    fputs("#!/bin/sh\nexec cc -D__CUDA_ARCH__=900 -D__device__= -D__host__= '-D__threadfence()=((void)0)' "
+          "'-DatomicAdd(a,x)=(*(a)+=(x))' '-DatomicCAS(a,c,v)=(*(a)==(c)?(*(a)=(v),(c)):*(a))' "
+          "'-DatomicExch(a,v)=(*(a)=(v))' \"$@\"\n", f);
     fclose(f);
     CHECK(chmod(wrap, 0755) == 0);
     ns_mechanisms_build_options host = {0}, device = {0};
