@@ -161,6 +161,9 @@ CASES = {
     # VERBATIM C in a KINETIC block (test/vbkin.mod: its rates computed by the C) with hh's sodium and leak,
     # probing kf, which the C writes
     "vbkin": (20, -65, 50, {"hh": {"gkbar": 0}, "vbkin": {}}, [(2, 30, 0.2)], [], None, {}, False, "kf"),
+    # a FROM loop whose bound is a PARAMETER in a KINETIC block (test/kloop.mod: hh's n gate as a
+    # five-state chain) with hh's sodium and leak, probing o (the open state)
+    "kloop": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kloop": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
 }
 
 
@@ -312,7 +315,7 @@ def main():
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
-                                                                 "einit.mod", "recur.mod", "vbkin.mod")] +
+                                                                 "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

@@ -199,9 +199,9 @@ static int has_scheme(const stlist *l) {
     return 0;
 }
 /* FROM i = a TO b [BY k] { body } with constant bounds: the body once per i, i replaced by its value. Other
- * bounds: NEURON's nocmodl builds the matrix from a loop in C, but CoreNEURON's NMODL (NEURON 9.0.2's nmodl)
- * drops the reactions of such a loop (its nrn_state keeps only the loop's rate assignments), so the form is
- * not portable NEURON: refused, as is (not done yet) such a loop without reactions. */
+ * bounds: a loop without reactions stays a loop; with reactions, NEURON's nocmodl builds the matrix from a
+ * loop in C, but CoreNEURON's NMODL (NEURON 9.0.2's nmodl) drops the reactions of such a loop (its nrn_state
+ * keeps only the loop's rate assignments), so the form is not portable NEURON: refused. */
 static int unroll(lower *L, stlist *l) {
     st **old = l->s;
     const int n = l->n;
@@ -213,19 +213,26 @@ static int unroll(lower *L, stlist *l) {
         if (s->kind == ST_IF) {
             if (unroll(L, s->then_) || (s->else_ && unroll(L, s->else_))) return -1;
         }
+        if (s->kind == ST_WHILE && has_scheme(s->then_))
+            return lfail(L, NS_ERR_UNSUPPORTED, s->line, "reactions in a WHILE loop of a KINETIC block: "
+                         "CoreNEURON's NMODL counts them once, nocmodl once per pass (use a FROM loop with "
+                         "constant bounds)");
         if (s->kind != ST_FROM) {
             if (append(L, l, s, &cap, s->line)) return -1;
             continue;
         }
         double a, b, by = 1;
-        if (const_eval(L->m, s->e, &a) || const_eval(L->m, s->to, &b) || (s->by && const_eval(L->m, s->by, &by)) ||
-            a != (int)a || b != (int)b || by != (int)by || by == 0)
+        const int constant = !const_eval(L->m, s->e, &a) && !const_eval(L->m, s->to, &b) &&
+                             !(s->by && const_eval(L->m, s->by, &by)) && a == (int)a && b == (int)b &&
+                             by == (int)by && by != 0;
+        if (!constant && !has_scheme(s->then_)) { /* statements alone: a loop of the block's code, as nocmodl's */
+            if (append(L, l, s, &cap, s->line)) return -1;
+            continue;
+        }
+        if (!constant)
             return lfail(L, NS_ERR_UNSUPPORTED, s->line,
-                         has_scheme(s->then_)
-                             ? "a FROM loop of reactions in a KINETIC block needs integer constant bounds (numbers, "
-                               "DEFINEs, CONSTANTs): CoreNEURON's NMODL drops the reactions of other loops"
-                             : "a FROM loop in a KINETIC block needs integer constant bounds (numbers, DEFINEs, "
-                               "CONSTANTs; without reactions, move the loop into a PROCEDURE the block calls)");
+                         "a FROM loop of reactions in a KINETIC block needs integer constant bounds (numbers, "
+                         "DEFINEs, CONSTANTs): CoreNEURON's NMODL drops the reactions of other loops");
         if (s->then_->n_locals)
             return lfail(L, NS_ERR_UNSUPPORTED, s->line, "LOCAL inside a FROM loop of a KINETIC block is not supported");
         for (int v = (int)a; by > 0 ? v <= b : v >= b; v += (int)by) {
@@ -514,13 +521,13 @@ static int lower_list(lower *L, stlist *l) {
         case ST_DERIV: return lfail(L, NS_ERR_PARSE, s->line, "%s' = ... in a KINETIC block", s->name);
         case ST_EQUATION: return lfail(L, NS_ERR_PARSE, s->line, "an equation ('~ a = b') in a KINETIC block");
         case ST_SOLVE: return lfail(L, NS_ERR_PARSE, s->line, "SOLVE in a KINETIC block");
-        case ST_WHILE:
-        case ST_FROM: /* reactions over array states: not yet (docs/mechanisms.md) */
-            return lfail(L, NS_ERR_UNSUPPORTED, s->line, "a %s loop in a KINETIC block is not supported",
-                         s->kind == ST_WHILE ? "WHILE" : "FROM");
+
         case ST_RETURN: /* VERBATIM `return 0;`: nocmodl's KINETIC function would return before its matrix */
             return lfail(L, NS_ERR_UNSUPPORTED, s->line,
                          "VERBATIM `return` in a KINETIC block (NEURON's function would leave its equations unset)");
+        case ST_WHILE:
+        case ST_FROM: /* without reactions (unroll): run as written, the bodies lowered as an if's */
+            /* fall through */
         case ST_IF:
             if (lower_list(L, s->then_) || (s->else_ && lower_list(L, s->else_))) return -1;
             /* fall through */

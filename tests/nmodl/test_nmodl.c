@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 59); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 60); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -873,9 +873,9 @@ int main(void) {
     bad("kar2.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO n {\n"
         "    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n", NS_ERR_UNSUPPORTED, "kar2.mod:5:",
         "reactions in a KINETIC block needs integer constant bounds (numbers, DEFINEs, CONSTANTs): CoreNEURON's");
-    bad("kar3.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { c[2] }\nASSIGNED { r[2] }\nKINETIC k {\n"
-        "  FROM i = 0 TO n - 1 {\n    r[i] = i\n  }\n  ~ c[0] <-> c[1] (r[0], r[1])\n}\n", NS_ERR_UNSUPPORTED,
-        "kar3.mod:6:", "move the loop into a PROCEDURE the block calls");
+    bad("kar3.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { a b }\nKINETIC k {\n  LOCAL j\n  j = 0\n"
+        "  WHILE (j < n) {\n    ~ a <-> b (1, 2)\n    j = j + 1\n  }\n}\n", NS_ERR_UNSUPPORTED, "kar3.mod:7:",
+        "reactions in a WHILE loop of a KINETIC block: CoreNEURON's NMODL counts them once");
     bad("kar3.mod", "NEURON { SUFFIX x }\nSTATE { c[2] b }\nKINETIC k {\n  ~ c <-> b (1, 2)\n}\n",
         NS_ERR_INVALID_ARGUMENT, "kar3.mod:4:", "'c' is an array");
     bad("by.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  FROM i = 0 TO 3 BY 0.5 { }\n}\n", NS_ERR_PARSE, "by.mod:3:",

@@ -3,9 +3,9 @@
  * the system C compiler twice, as the host's C and with the device's forms (a compiler wrapper that
  * defines __CUDA_ARCH__, and atomicAdd as +=, so that the generated headers take their device
  * branches: products by reciprocals, x^k as products, the cnexp targets with their common factors
- * cancelled), also test/recur.mod (recursive device functions) and test/vbkin.mod (VERBATIM C in a KINETIC
- * block), each run by test_nmodl_neuron's one-compartment driver (tests/common/nmodl_driver.h)
- * over the same cases with spikes; the two must agree to rounding (|dv| within 1e-6 mV, cai within
+ * cancelled), also test/recur.mod (recursive device functions), test/vbkin.mod (VERBATIM C in a
+ * KINETIC block) and test/kloop.mod (a loop to a PARAMETER in a KINETIC block), each run by
+ * test_nmodl_neuron's one-compartment driver (tests/common/nmodl_driver.h) over the same cases with spikes; the two must agree to rounding (|dv| within 1e-6 mV, cai within
  * 1e-9 relative, every step: the L5 soma's ten spikes over 300 ms amplify the last bits to 4e-8 mV,
  * the single channels stay under 2e-12), and the forms must have been taken (some bits differ). */
 #define _POSIX_C_SOURCE 200809L
@@ -38,6 +38,7 @@ static const tcase CASES[] = {
     /* recursive device functions (test/recur.mod) and VERBATIM C in a KINETIC block (test/vbkin.mod) */
     {"recur", 6.3, -65, 50, {"hh", "recur"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ntau"},
     {"vbkin", 20, -65, 50, {"hh", "vbkin"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "kf"},
+    {"kloop", 6.3, -65, 50, {"hh", "kloop"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
 };
 
 /* a folder of the tmpdir with copies of data/mechanisms/test's files `names` (NULL-terminated) */
@@ -100,7 +101,7 @@ int main(void) {
     ns_mechanisms_build_options host = {0}, device = {0};
     device.cc = wrap;
     ns_mech_library_t *h[3] = {NULL, NULL, NULL}, *g[3] = {NULL, NULL, NULL};
-    static const char *const lang[] = {"recur.mod", "vbkin.mod", NULL};
+    static const char *const lang[] = {"recur.mod", "vbkin.mod", "kloop.mod", NULL};
     const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp", test_subset(lang)};
     CHECK(dirs[2] != NULL);
     if (!dirs[2]) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
