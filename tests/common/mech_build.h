@@ -45,9 +45,9 @@ static inline ns_mech_library_t *test_mech_shared(const char *env, const char *d
     return lib;
 }
 
-/* The same for the files named in files (space-separated paths, shell globs allowed), copied
- * into the scratch folder's mod/ first. */
-static inline ns_mech_library_t *test_mech_from_files(const char *files, const char *name, int *skip) {
+/* The files named in files (space-separated paths, shell globs allowed) copied into the scratch
+ * folder's mod/: that folder, or NULL after a failed check. */
+static inline char *test_mech_copy(const char *files) {
     char *dir = tmp("mod");
     const size_t n = 2 * strlen(dir) + strlen(files) + 32;
     char *cmd = malloc(n);
@@ -57,7 +57,12 @@ static inline ns_mech_library_t *test_mech_from_files(const char *files, const c
     const int rc = system(cmd);
     free(cmd);
     CHECK_MSG(rc == 0, "copying %s into %s", files, dir);
-    return rc == 0 ? test_mech_build(dir, name, NULL, skip) : NULL;
+    return rc == 0 ? dir : NULL;
+}
+/* The library of those files (test_mech_build's, without options). */
+static inline ns_mech_library_t *test_mech_from_files(const char *files, const char *name, int *skip) {
+    char *dir = test_mech_copy(files);
+    return dir ? test_mech_build(dir, name, NULL, skip) : NULL;
 }
 
 #endif

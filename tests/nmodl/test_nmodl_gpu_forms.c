@@ -35,28 +35,12 @@ static const tcase CASES[] = {
      {{0}}, {{5, 0.01}, {15, 0.02}}, 0, 0, 0, 0},
     NMODL_BBP_CHANNELS,
     NMODL_L5SOMA(300),
-    /* recursive device functions (test/recur.mod) and VERBATIM C in a KINETIC block (test/vbkin.mod) */
+    /* recursive device functions (test/recur.mod), VERBATIM C in a KINETIC block (test/vbkin.mod), a loop to a
+     * PARAMETER in a KINETIC block (test/kloop.mod) */
     {"recur", 6.3, -65, 50, {"hh", "recur"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ntau"},
     {"vbkin", 20, -65, 50, {"hh", "vbkin"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "kf"},
     {"kloop", 6.3, -65, 50, {"hh", "kloop"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
 };
-
-/* a folder of the tmpdir with copies of data/mechanisms/test's files `names` (NULL-terminated) */
-static char *test_subset(const char *const *names) {
-    char *dir = tmp("lang");
-    if (!dir || mkdir(dir, 0755) != 0) return NULL;
-    for (int k = 0; names[k]; ++k) {
-        char src[512], dst[512], buf[4096];
-        snprintf(src, sizeof src, "%s/test/%s", MECH_DIR, names[k]);
-        snprintf(dst, sizeof dst, "%s/%s", dir, names[k]);
-        FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
-        size_t n = 0;
-        while (out && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
-        if (in) fclose(in);
-        if (!out || fclose(out) != 0) return NULL;
-    }
-    return dir;
-}
 
 /* The case's trace (v, cai or the probe, eca per step) with the mechanisms of libs; NULL on failure. */
 static double *trace(ns_mech_library_t *const *libs, const tcase *tc, long steps) {
@@ -101,8 +85,9 @@ int main(void) {
     ns_mechanisms_build_options host = {0}, device = {0};
     device.cc = wrap;
     ns_mech_library_t *h[3] = {NULL, NULL, NULL}, *g[3] = {NULL, NULL, NULL};
-    static const char *const lang[] = {"recur.mod", "vbkin.mod", "kloop.mod", NULL};
-    const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp", test_subset(lang)};
+    const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp",
+                           test_mech_copy(MECH_DIR "/test/recur.mod " MECH_DIR "/test/vbkin.mod " MECH_DIR
+                                          "/test/kloop.mod")};
     CHECK(dirs[2] != NULL);
     if (!dirs[2]) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
     const char *hn[3] = {"libneuron.so", "libbbp.so", "liblang.so"};
