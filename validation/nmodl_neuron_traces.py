@@ -164,6 +164,13 @@ CASES = {
     # a FROM loop whose bound is a PARAMETER in a KINETIC block (test/kloop.mod: hh's n gate as a
     # five-state chain) with hh's sodium and leak, probing o (the open state)
     "kloop": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kloop": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
+    # solver forms (test/cadn.mod: cnexp on an equation not linear in its state, which nocmodl
+    # translates by derivimplicit, and STEADYSTATE derivimplicit in INITIAL; test/dinit.mod: a
+    # DERIVATIVE that INITIAL and a PROCEDURE SOLVE by derivimplicit while BREAKPOINT's is cnexp)
+    "cadn": (34, -70, 200, {"pas": {"g": 1e-4, "e": -70}, "Ca_HVA": {"gCa_HVAbar": 0.002},
+                            "SK_E2": {"gSK_E2bar": 0.01}, "cadn": {}},
+             [(20, 100, 0.3)], [], None, {"ek": -85}, True),
+    "dinit": (6.3, -65, 40, {"pas": {}, "dinit": {}}, [(5, 20, 0.1)], [], None, {}, False, "m"),
 }
 
 
@@ -315,7 +322,8 @@ def main():
                                                                  "krunge.mod", "drunge.mod", "linspine.mod",
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
-                                                                 "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod")] +
+                                                                 "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
+                                                                 "cadn.mod", "dinit.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "nmodl/nmodl_gen.h"
 #include "nmodl/nmodl_parse.h"
 
 /* ---- checks: classes, fields and globals ---- */
@@ -184,6 +185,68 @@ static int check_ex(parser *p, ex *e, char **locals, int n_locals, int line) {
 }
 
 /* scope: the LOCALs of enclosing blocks and the arguments */
+/* Whether every x' = e of a DERIVATIVE block (in its ifs and loops too) is linear in x, as
+ * nocmodl's cnexp needs (deriv.cpp's cvode_cnexp_possible); -1 out of memory. */
+static int cnexp_linear(parser *p, const stlist *l) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind == ST_DERIV) {
+            nm_arena *const sav = nm_gen_arena;
+            nm_gen_arena = &p->m->arena;
+            int nonlinear = 0;
+            const ex *a = nm_sym_diff(s->e, s->name, &nonlinear);
+            nm_gen_arena = sav;
+            if (!a) return -1;
+            if (nonlinear || nm_sym_depends(a, s->name)) return 0;
+        }
+        const int r = cnexp_linear(p, s->then_);
+        if (r <= 0) return r;
+        const int r2 = cnexp_linear(p, s->else_);
+        if (r2 <= 0) return r2;
+    }
+    return 1;
+}
+
+static const char *const method_name[] = {"", "cnexp", "derivimplicit", "euler", "sparse", "runge"};
+
+/* SOLVE of a DERIVATIVE in INITIAL, a PROCEDURE or a FUNCTION, as nocmodl's solv_diffeq writes it there:
+ * derivimplicit_thread, euler_thread, runge_thread or _ss_derivimplicit_thread driving the block's one
+ * C function, whose form its BREAKPOINT SOLVE decides (cnexp's update where cnexp translates, else
+ * derivimplicit's Newton step, euler's and runge's derivatives), else this SOLVE; STEADYSTATE: that
+ * step with dt = 1e-9 (scopmath's _ss_derivimplicit_thread). Forms where NEURON's driver and the
+ * function's form differ are refused. */
+static int solve_deriv_here(parser *p, st *s, block *b) {
+    const int given = nm_solve_method(p->m->breakpoint, b->name);
+    int lin = 1;
+    if ((given == M_CNEXP || s->method == M_CNEXP) && (lin = cnexp_linear(p, b->body)) < 0)
+        return nm_perr(p, NS_ERR_OUT_OF_MEMORY, s->line, "out of memory");
+    const int mb = given == M_CNEXP && !lin ? M_DERIVIMPLICIT : given;
+    const int own = s->method == M_CNEXP && !lin ? M_DERIVIMPLICIT : s->method;
+    const char *where = p->in_initial ? "INITIAL" : "a PROCEDURE or FUNCTION";
+    if (s->steady && given != M_NONE && given != M_CNEXP && given != M_DERIVIMPLICIT)
+        return nm_perr(p, NS_ERR_PARSE, s->line,
+                       "SOLVE %s STEADYSTATE: STEADYSTATE requires all SOLVE's of this DERIVATIVE block to use the "
+                       "derivimplicit method (BREAKPOINT's uses %s; nocmodl's message)", s->name, method_name[given]);
+    /* with BREAKPOINT's cnexp, derivimplicit here (solve.cpp renames cnexp derivimplicit; a second cnexp SOLVE
+     * of the block nocmodl refuses), else BREAKPOINT's METHOD */
+    const int fit = given == M_CNEXP ? M_DERIVIMPLICIT : given;
+    if (!s->steady && given != M_NONE && s->method != fit)
+        return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
+                       "SOLVE %s METHOD %s in %s: BREAKPOINT solves the block by %s, and NEURON would run that "
+                       "form under %s's driver, or refuse the file: use METHOD %s here",
+                       s->name, method_name[s->method], where, method_name[given], method_name[s->method],
+                       method_name[fit]);
+    const int form = mb != M_NONE ? mb : own;
+    if (given == M_NONE && b->here_method && b->here_method != form)
+        return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s by %s and by %s: nocmodl writes the block "
+                       "in one form (use one METHOD)", s->name, method_name[b->here_method], method_name[form]);
+    if (given == M_NONE) b->here_method = form;
+    if (!p->in_initial) b->here_proc = 1;
+    s->here = s->steady ? 2 : 1;
+    s->method = form;
+    return 0;
+}
+
 static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_scope) {
     int base = *n_scope;
     for (int i = 0; i < l->n_locals; i++)
@@ -303,6 +366,12 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 if (owner == b) return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s inside itself", s->name);
                 break;
             }
+            if (b->kind == B_DERIVATIVE && s->method == M_CNEXP && !p->in_initial && !owner) {
+                /* BREAKPOINT's; nocmodl: "Could not translate using cnexp method; using derivimplicit" */
+                const int lin = cnexp_linear(p, b->body);
+                if (lin < 0) return nm_perr(p, NS_ERR_OUT_OF_MEMORY, s->line, "out of memory");
+                if (!lin) s->method = M_DERIVIMPLICIT;
+            }
             if (b->kind == B_DERIVATIVE && s->method == M_NONE)
                 return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s needs a METHOD", s->name);
             if (b->kind == B_KINETIC && s->method != M_SPARSE)
@@ -315,9 +384,11 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 if (s->steady && !in_initial && !owner) /* a PROCEDURE or FUNCTION may (cabpump.mod's ss()) */
                     return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
                                 "SOLVE %s STEADYSTATE: only in INITIAL, a PROCEDURE or a FUNCTION", s->name);
-                if (!s->steady && in_initial)
+                if (b->kind == B_DERIVATIVE && (in_initial || owner)) {
+                    if (solve_deriv_here(p, s, b)) return -1;
+                } else if (!s->steady && in_initial)
                     return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
-                                "SOLVE %s in INITIAL: only SOLVE ... STEADYSTATE sparse is supported there", s->name);
+                                "SOLVE %s in INITIAL: a KINETIC block only by STEADYSTATE sparse there", s->name);
             }
             if (b->kind == B_FUNCTION || (b->kind == B_PROCEDURE && (s->method != M_NONE || b->n_args)))
                 return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: not a DERIVATIVE block", s->name);

@@ -412,7 +412,7 @@ static int dst(dx *d, const st *s, int ind) {
     case ST_SOLVE: {
         const block *bl = nm_find_block(d->m, s->name);
         if (bl->alg) return dfail(d, s->line, "the %s block %s", bl->alg == 'L' ? "LINEAR" : "NONLINEAR", s->name);
-        if (s->steady) return dfail(d, s->line, "SOLVE %s STEADYSTATE", s->name);
+        if (s->steady || s->here) return dfail(d, s->line, "SOLVE %s outside BREAKPOINT", s->name);
         if (d->solve_here) {
             P("%*s", ind, "");
             put_solve_call(d, bl);

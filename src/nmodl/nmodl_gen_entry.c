@@ -454,6 +454,12 @@ int nm_emit_header(gen *g) {
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind == B_KINETIC && nm_emit_kinetic(g, m->blocks[i])) return -1;
     for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->here_proc) { /* a PROCEDURE's or FUNCTION's SOLVE calls its step: declared first */
+            nm_put(b, "NS_MECH_FN void nsm_%s_d_%s(", m->name, m->blocks[i]->name);
+            nm_put_sig(g);
+            nm_put(b, ");\n");
+        }
+    for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind != B_DERIVATIVE && m->blocks[i]->kind != B_KINETIC && !m->blocks[i]->hoc_only &&
             nm_emit_callable(g, m->blocks[i]))
             return -1;
@@ -464,6 +470,8 @@ int nm_emit_header(gen *g) {
         const block *bl = nm_find_block(m, s->name);
         if (bl->kind == B_DERIVATIVE && nm_emit_derivative(g, bl, s->method)) return -1;
     }
+    for (int i = 0; i < m->n_blocks; i++) /* those that only INITIAL, a PROCEDURE or a FUNCTION solves */
+        if (m->blocks[i]->here_method && nm_emit_derivative(g, m->blocks[i], m->blocks[i]->here_method)) return -1;
     if (emit_init(g) || emit_current(g) || emit_state(g) || emit_hooks_events(g)) return -1;
     emit_one_wrappers(g);
     emit_ldifus(g);

@@ -290,6 +290,19 @@ static int emit_st(gen *g, const st *s, int indent) {
             nm_put(b, ");\n");
             return 0;
         }
+        if (s->here == 1) { /* a DERIVATIVE's step in INITIAL, a PROCEDURE or a FUNCTION */
+            nm_put(b, "%*s", indent, "");
+            nm_put_call(g, "d", s->name, "");
+            nm_put(b, ");\n");
+            return 0;
+        }
+        if (s->here == 2) { /* its STEADYSTATE: the step with dt = 1e-9 (scopmath's _ss_derivimplicit_thread) */
+            nm_put(b, "%*s{\n%*sns_mech_ppack q_ = *p;\n", indent, "", indent + 4, "");
+            nm_put(b, "%*sq_.dt = 1e-9;\n%*snsm_%s_d_%s(&q_, ", indent + 4, "", indent + 4, "", g->m->name, s->name);
+            nm_put_fargs(g);
+            nm_put(b, "i_, node_, v_);\n%*s}\n", indent, "");
+            return 0;
+        }
         if (g->solve_here && !s->steady) {
             const block *bl = nm_find_block(g->m, s->name);
             nm_put(b, "%*s", indent, "");

@@ -85,6 +85,8 @@ typedef struct st {
     struct stlist *then_, *else_;
     int method;          /* ST_SOLVE; ST_CONSERVE: the row it replaces (nm_kinetic_lower) */
     int steady;          /* ST_SOLVE: SOLVE ... STEADYSTATE method (INITIAL) */
+    int here;            /* ST_SOLVE of a DERIVATIVE outside BREAKPOINT: 1 its step in place, 2 that step
+                            with dt = 1e-9 (STEADYSTATE); method is then the block's form (nmodl_check.c) */
     /* ST_REACTION: lhs <-> rhs (e, e2), lhs -> rhs (e), lhs << (e) (react '<->', '->', '<<');
      * ST_CONSERVE: lhs = e; ST_COMPARTMENT, ST_LDIFUS: e {lhs} (name: the index, or NULL) */
     rterm *lhs, *rhs;
@@ -162,6 +164,8 @@ typedef struct block {
     int hoc_only;        /* its VERBATIM C needs hoc and nothing in the file calls it: left out (nmodl_verbatim.c) */
     int ftable;          /* a FUNCTION_TABLE (a FUNCTION without a body): 1 + its index in ppack.ftable; 0: none */
     int recursive;       /* a FUNCTION or PROCEDURE on a cycle of calls (nmodl_check.c): never inlined */
+    int here_method;     /* a DERIVATIVE that only INITIAL, a PROCEDURE or a FUNCTION solves: its form; 0: none */
+    int here_proc;       /* a DERIVATIVE that a PROCEDURE or FUNCTION solves (its step declared before them) */
 } block;
 
 /* A variable of the mechanism. */
@@ -407,6 +411,8 @@ const block *nm_find_block(const struct ns_nmodl *m, const char *name);
 /* cnexp's x' = a x + c of ST_DERIV s: a and c, and whether the target -c/a is c's numerator
  * (x' = (inf - x)/tau); 0, 1 where a is 0 (x += dt c), -1 when not linear in x */
 int nm_cnexp_parts(const st *s, ex **a, ex **c, int *inf_form);
+/* The METHOD of BREAKPOINT's (l's) SOLVE of block name, in its ifs too: M_NONE where there is none */
+int nm_solve_method(const stlist *l, const char *name);
 /* nmodl_affine.c: whether the BREAKPOINT's currents are affine in v (g v + c, g and c free of v):
  * 1 with (*slope)[k] = d current k / dv (NULL: 0; the array and its nodes in the emission's
  * arena), 0 where not (NEURON's two evaluations), -1 out of memory */

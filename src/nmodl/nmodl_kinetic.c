@@ -584,14 +584,13 @@ static int add_local(lower *L, stlist *l, const char *name) {
     return 0;
 }
 
-/* The METHOD of the BREAKPOINT's SOLVE of block name: M_NONE where there is none */
-static int solve_method(const stlist *l, const char *name) {
+int nm_solve_method(const stlist *l, const char *name) {
     for (int i = 0; l && i < l->n; i++) {
         const st *s = l->s[i];
         if (s->kind == ST_SOLVE && !s->steady && !strcmp(s->name, name)) return s->method;
         if (s->kind == ST_IF) {
-            int r = solve_method(s->then_, name);
-            if (r == M_NONE) r = solve_method(s->else_, name);
+            int r = nm_solve_method(s->then_, name);
+            if (r == M_NONE) r = nm_solve_method(s->else_, name);
             if (r != M_NONE) return r;
         }
     }
@@ -623,7 +622,7 @@ static int derivatives(lower *L, stlist *body) {
 
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
     lower L = {m, NULL, NS_OK, 0};
-    const int method = solve_method(m->breakpoint, b->name);
+    const int method = nm_solve_method(m->breakpoint, b->name);
     L.deriv = method == M_EULER || method == M_RUNGE;
     if (unroll(&L, b->body) || elements(&L, b->body)) return L.status;
     kinetic *k = nm_calloc(&m->arena, 1, sizeof *k);

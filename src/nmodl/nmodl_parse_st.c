@@ -520,8 +520,12 @@ static st *parse_solve(parser *p, st *s) {
         if (!m) return NULL;
         s->steady = 1;
         if (!strcmp(m, "sparse")) s->method = M_SPARSE;
+        else if (!strcmp(m, "derivimplicit")) s->method = M_DERIVIMPLICIT;
+        else if (!strcmp(m, "cnexp")) s->method = M_CNEXP; /* nocmodl: derivimplicit's (solve.cpp's rename) */
         else {
-            nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s STEADYSTATE %s is not supported (sparse)", s->name, m);
+            nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
+                    "SOLVE %s STEADYSTATE %s: NEURON has sparse and derivimplicit (nocmodl writes a call of "
+                    "_ss_%s_thread, which NEURON's scopmath lacks, and the build of its C fails)", s->name, m, m);
             return NULL;
         }
     }

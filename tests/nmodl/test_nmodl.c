@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 60); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 62); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -617,8 +617,27 @@ int main(void) {
         NS_ERR_INVALID_ARGUMENT, "undeclared.mod:3:", "'gbar' is not declared");
     bad("function.mod", "NEURON { SUFFIX x NONSPECIFIC_CURRENT i }\nBREAKPOINT {\n  i = nosuch(v)\n}\n",
         NS_ERR_INVALID_ARGUMENT, "function.mod:3:", "unknown function 'nosuch'");
-    bad("nonlinear.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n"
-        "  s' = -s*s\n}\n", NS_ERR_UNSUPPORTED, "nonlinear.mod:5:", "not linear");
+    /* cnexp on an equation not linear in its state: derivimplicit's Newton step (nocmodl: "Could not translate
+     * using cnexp method; using derivimplicit"); a DERIVATIVE in INITIAL (STEADYSTATE: the step with dt 1e-9)
+     * and a PROCEDURE, whose step is declared before the PROCEDURE (test_nmodl_neuron's cadn and dinit run them) */
+    c = emit("NEURON { SUFFIX nl }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s' = -s*s\n}\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "nsm_nl_dd_d(") && strstr(c, "f_[0] = "));
+    c = emit("NEURON { SUFFIX si }\nSTATE { s }\nINITIAL { SOLVE d STEADYSTATE derivimplicit\n q() }\n"
+             "BREAKPOINT { SOLVE d METHOD cnexp }\nPROCEDURE q() { SOLVE d METHOD derivimplicit }\n"
+             "DERIVATIVE d {\n  s' = 1 - s\n}\n", NS_NMODL_HEADER);
+    CHECK(strstr(c, "q_.dt = 1e-9;") && strstr(c, "nsm_si_d_d(&q_, ") && !strstr(c, "nsm_si_dd_d("));
+    const char *step = strstr(c, "void nsm_si_d_d(ns_mech_ppack *p, double *F0_, int i_, int node_, double v_);");
+    const char *proc = strstr(c, "void nsm_si_p_q(ns_mech_ppack *p, double *F0_, int i_, int node_, double v_) {");
+    CHECK(step && proc && step < proc);
+    bad("sseuler.mod", "NEURON { SUFFIX x }\nSTATE { s }\nINITIAL {\n SOLVE d STEADYSTATE euler\n}\nDERIVATIVE d {\n"
+        "  s' = -s\n}\n", NS_ERR_UNSUPPORTED, "sseuler.mod:4:", "_ss_euler_thread");
+    bad("ieuler.mod", "NEURON { SUFFIX x }\nSTATE { s }\nINITIAL {\n SOLVE d METHOD euler\n}\n"
+        "BREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s' = -s\n}\n", NS_ERR_UNSUPPORTED, "ieuler.mod:4:",
+        "use METHOD derivimplicit here");
+    bad("ssrunge.mod", "NEURON { SUFFIX x }\nSTATE { s }\nINITIAL {\n SOLVE d STEADYSTATE derivimplicit\n}\n"
+        "BREAKPOINT { SOLVE d METHOD runge }\nDERIVATIVE d {\n  s' = -s\n}\n", NS_ERR_PARSE, "ssrunge.mod:4:",
+        "STEADYSTATE requires all SOLVE's");
     bad("voltage.mod", "NEURON {\n VOLTAGE_PROCESS x\n}\n", NS_ERR_UNSUPPORTED, "voltage.mod:2:", "VOLTAGE_PROCESS");
     c = emit("NEURON { SUFFIX mm RANGE y }\nASSIGNED { y }\nBREAKPOINT { SOLVE p\n y = max(v, 1) }\n"
              "PROCEDURE p() { y = min(y, 2) }\n", NS_NMODL_HEADER);
