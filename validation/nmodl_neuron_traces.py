@@ -171,6 +171,8 @@ CASES = {
                             "SK_E2": {"gSK_E2bar": 0.01}, "cadn": {}},
              [(20, 100, 0.3)], [], None, {"ek": -85}, True),
     "dinit": (6.3, -65, 40, {"pas": {}, "dinit": {}}, [(5, 20, 0.1)], [], None, {}, False, "m"),
+    # SOLVE of a NONLINEAR block directly in BREAKPOINT (test/nonlinbp.mod): nocmodl's nrn_state runs it
+    "nonlinbp": (6.3, -65, 40, {"pas": {}, "nonlinbp": {}}, [(5, 20, 0.1)], [], None, {}, False, "xs"),
 }
 
 
@@ -323,7 +325,8 @@ def main():
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
                                                                  "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
-                                                                 "cadn.mod", "dinit.mod")] +
+                                                                 "cadn.mod", "dinit.mod",
+                                                                 "nonlinbp.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

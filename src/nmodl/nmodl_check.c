@@ -222,7 +222,7 @@ static int solve_deriv_here(parser *p, st *s, block *b) {
         return nm_perr(p, NS_ERR_OUT_OF_MEMORY, s->line, "out of memory");
     const int mb = given == M_CNEXP && !lin ? M_DERIVIMPLICIT : given;
     const int own = s->method == M_CNEXP && !lin ? M_DERIVIMPLICIT : s->method;
-    const char *where = p->in_initial ? "INITIAL" : "a PROCEDURE or FUNCTION";
+    const char *where = p->in_initial ? "INITIAL" : p->in_hook ? "a BEFORE/AFTER block" : "a PROCEDURE or FUNCTION";
     if (s->steady && given != M_NONE && given != M_CNEXP && given != M_DERIVIMPLICIT)
         return nm_perr(p, NS_ERR_PARSE, s->line,
                        "SOLVE %s STEADYSTATE: STEADYSTATE requires all SOLVE's of this DERIVATIVE block to use the "
@@ -241,9 +241,57 @@ static int solve_deriv_here(parser *p, st *s, block *b) {
         return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s by %s and by %s: nocmodl writes the block "
                        "in one form (use one METHOD)", s->name, method_name[b->here_method], method_name[form]);
     if (given == M_NONE) b->here_method = form;
-    if (!p->in_initial) b->here_proc = 1;
+    if (!p->in_initial && !p->in_hook) b->here_proc = 1;
     s->here = s->steady ? 2 : 1;
     s->method = form;
+    return 0;
+}
+
+/* SOLVE name: the block's kind, its METHOD and where the statement is (nocmodl's solvequeue) */
+static int check_solve(parser *p, st *s, block *owner) {
+    if (p->in_hook == 2 && !owner)
+        return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s in a CONSTRUCTOR or DESTRUCTOR", s->name);
+    block *b = find_block(p->m, s->name);
+    if (!b) return nm_perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "SOLVE %s: no such block", s->name);
+    const int outside = owner || p->in_initial || p->in_hook; /* not BREAKPOINT's SOLVE */
+    if (outside && b->kind == B_PROCEDURE && !b->alg && !b->n_args)
+        s->here = 4; /* a PROCEDURE: called in place (nocmodl) */
+    if (b->alg) { /* LINEAR / NONLINEAR: solved in place, wherever the SOLVE is (nocmodl) */
+        if (s->method != M_NONE || s->steady)
+            return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a %s block takes no METHOD", s->name,
+                        b->alg == 'L' ? "LINEAR" : "NONLINEAR");
+        if (!outside && !p->ev_ctx) s->here = 3; /* BREAKPOINT's: in state() */
+        if (owner == b) return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s inside itself", s->name);
+        return 0;
+    }
+    if (b->kind == B_DERIVATIVE && s->method == M_CNEXP && !outside) {
+        /* BREAKPOINT's; nocmodl: "Could not translate using cnexp method; using derivimplicit" */
+        const int lin = cnexp_linear(p, b->body);
+        if (lin < 0) return nm_perr(p, NS_ERR_OUT_OF_MEMORY, s->line, "out of memory");
+        if (!lin) s->method = M_DERIVIMPLICIT;
+    }
+    if (b->kind == B_DERIVATIVE && s->method == M_NONE)
+        return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s needs a METHOD", s->name);
+    if (b->kind == B_KINETIC && s->method != M_SPARSE)
+        return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse, euler or runge",
+                    s->name);
+    if (b->kind == B_DERIVATIVE && s->method == M_SPARSE)
+        return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
+    {
+        const int in_initial = p->in_initial;
+        if (s->steady && !in_initial && !owner) /* a PROCEDURE or FUNCTION may (cabpump.mod's ss()) */
+            return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
+                        "SOLVE %s STEADYSTATE: only in INITIAL, a PROCEDURE or a FUNCTION", s->name);
+        if (b->kind == B_DERIVATIVE && outside) {
+            if (solve_deriv_here(p, s, b)) return -1;
+        } else if (b->kind == B_KINETIC && !s->steady && outside)
+            return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
+                        "SOLVE %s outside BREAKPOINT: a KINETIC block only by STEADYSTATE sparse there (a step "
+                        "of dt is not supported yet)", s->name);
+    }
+    if (b->kind == B_FUNCTION || (b->kind == B_PROCEDURE && (s->method != M_NONE || b->n_args)))
+        return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: not a DERIVATIVE block", s->name);
+    if (p->m->breakpoint == NULL) return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE outside BREAKPOINT");
     return 0;
 }
 
@@ -348,53 +396,9 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
                 return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "an equation ('~') inside an if or a loop is not supported");
             if (check_ex(p, s->e, *scope, *n_scope, s->line) || check_ex(p, s->e2, *scope, *n_scope, s->line)) return -1;
             break;
-        case ST_SOLVE: {
-            if (p->in_hook && !owner)
-                return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
-                            "SOLVE %s in a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR: NEURON solves only in "
-                            "BREAKPOINT and INITIAL", s->name);
-            block *b = find_block(p->m, s->name);
-            if (!b) return nm_perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "SOLVE %s: no such block", s->name);
-            if (b->alg) { /* LINEAR / NONLINEAR: solved in place, wherever the SOLVE is (nocmodl) */
-                if (s->method != M_NONE || s->steady)
-                    return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a %s block takes no METHOD", s->name,
-                                b->alg == 'L' ? "LINEAR" : "NONLINEAR");
-                if (!owner && !p->in_initial && !p->ev_ctx)
-                    return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
-                                "SOLVE %s in BREAKPOINT: a %s block is supported in INITIAL, a PROCEDURE or a "
-                                "FUNCTION (call one from BREAKPOINT)", s->name, b->alg == 'L' ? "LINEAR" : "NONLINEAR");
-                if (owner == b) return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s inside itself", s->name);
-                break;
-            }
-            if (b->kind == B_DERIVATIVE && s->method == M_CNEXP && !p->in_initial && !owner) {
-                /* BREAKPOINT's; nocmodl: "Could not translate using cnexp method; using derivimplicit" */
-                const int lin = cnexp_linear(p, b->body);
-                if (lin < 0) return nm_perr(p, NS_ERR_OUT_OF_MEMORY, s->line, "out of memory");
-                if (!lin) s->method = M_DERIVIMPLICIT;
-            }
-            if (b->kind == B_DERIVATIVE && s->method == M_NONE)
-                return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s needs a METHOD", s->name);
-            if (b->kind == B_KINETIC && s->method != M_SPARSE)
-                return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse, euler or runge",
-                            s->name);
-            if (b->kind == B_DERIVATIVE && s->method == M_SPARSE)
-                return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
-            {
-                const int in_initial = p->in_initial;
-                if (s->steady && !in_initial && !owner) /* a PROCEDURE or FUNCTION may (cabpump.mod's ss()) */
-                    return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
-                                "SOLVE %s STEADYSTATE: only in INITIAL, a PROCEDURE or a FUNCTION", s->name);
-                if (b->kind == B_DERIVATIVE && (in_initial || owner)) {
-                    if (solve_deriv_here(p, s, b)) return -1;
-                } else if (!s->steady && in_initial)
-                    return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
-                                "SOLVE %s in INITIAL: a KINETIC block only by STEADYSTATE sparse there", s->name);
-            }
-            if (b->kind == B_FUNCTION || (b->kind == B_PROCEDURE && (s->method != M_NONE || b->n_args)))
-                return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: not a DERIVATIVE block", s->name);
-            if (p->m->breakpoint == NULL) return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE outside BREAKPOINT");
+        case ST_SOLVE:
+            if (check_solve(p, s, owner)) return -1;
             break;
-        }
         }
     }
     *n_scope = base;
@@ -886,8 +890,8 @@ static int finish_names(parser *p) {
     p->ev_ctx = NM_EV_NONE;
     p->vbody = m->breakpoint;
     if (check_list(p, m->breakpoint, NULL, &scope, &n_scope)) goto fail;
-    p->in_hook = 1;
     for (int h = 0; h < NS_MECH_N_HOOKS; h++) {
+        p->in_hook = h == NS_MECH_CONSTRUCTOR || h == NS_MECH_DESTRUCTOR ? 2 : 1;
         p->vbody = m->hooks[h];
         if (m->hooks[h] && check_list(p, m->hooks[h], NULL, &scope, &n_scope)) goto fail;
     }

@@ -285,14 +285,15 @@ static int emit_st(gen *g, const st *s, int indent) {
         return 0;
     case ST_SOLVE: /* BREAKPOINT's: state(); INITIAL's STEADYSTATE: here; LINEAR, NONLINEAR: here */
         if (nm_find_block(g->m, s->name)->alg) {
+            if (s->here == 3 && !g->solve_here) return 0; /* BREAKPOINT's: state() calls it */
             nm_put(b, "%*s", indent, "");
             nm_put_call(g, "p", s->name, "");
             nm_put(b, ");\n");
             return 0;
         }
-        if (s->here == 1) { /* a DERIVATIVE's step in INITIAL, a PROCEDURE or a FUNCTION */
+        if (s->here == 1 || s->here == 4) { /* a DERIVATIVE's step outside BREAKPOINT; a PROCEDURE in a hook */
             nm_put(b, "%*s", indent, "");
-            nm_put_call(g, "d", s->name, "");
+            nm_put_call(g, s->here == 1 ? "d" : "p", s->name, "");
             nm_put(b, ");\n");
             return 0;
         }

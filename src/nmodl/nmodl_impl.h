@@ -86,7 +86,9 @@ typedef struct st {
     int method;          /* ST_SOLVE; ST_CONSERVE: the row it replaces (nm_kinetic_lower) */
     int steady;          /* ST_SOLVE: SOLVE ... STEADYSTATE method (INITIAL) */
     int here;            /* ST_SOLVE of a DERIVATIVE outside BREAKPOINT: 1 its step in place, 2 that step
-                            with dt = 1e-9 (STEADYSTATE); method is then the block's form (nmodl_check.c) */
+                            with dt = 1e-9 (STEADYSTATE); method is then the block's form (nmodl_check.c);
+                            3: of a LINEAR or NONLINEAR block in BREAKPOINT, run in state(); 4: of a
+                            PROCEDURE in a BEFORE/AFTER block, called in place */
     /* ST_REACTION: lhs <-> rhs (e, e2), lhs -> rhs (e), lhs << (e) (react '<->', '->', '<<');
      * ST_CONSERVE: lhs = e; ST_COMPARTMENT, ST_LDIFUS: e {lhs} (name: the index, or NULL) */
     rterm *lhs, *rhs;

@@ -48,7 +48,7 @@ typedef struct parser {
     int cap_scope_size;
     int threadsafe; /* the NEURON block says THREADSAFE */
     int any_verbatim; /* a VERBATIM block, empty ones too (nocmodl: "not thread safe" without THREADSAFE) */
-    int in_hook;    /* check_list is in a BEFORE/AFTER block, CONSTRUCTOR or DESTRUCTOR */
+    int in_hook;    /* check_list is in a BEFORE/AFTER block (1), CONSTRUCTOR or DESTRUCTOR (2) */
     const stlist *vbody; /* check_list's block: names its VERBATIM C declares are C's (nm_verbatim_declares) */
 } parser;
 

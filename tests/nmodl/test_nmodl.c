@@ -3,7 +3,7 @@
  * has nocmodl's forms (cnexp, the TABLE lookup, the current's slope); and
  * bad input gets the error the docs promise (docs/mechanisms.md, "Errors"):
  * syntax errors and unsupported constructs with file and line, unknown ions,
- * undeclared names, cnexp on a nonlinear equation. */
+ * undeclared names, solver forms NEURON would not run as written. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 62); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 63); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -498,11 +498,20 @@ int main(void) {
         NS_ERR_UNSUPPORTED, "vraw.mod:4:", "_p, NEURON's own instance data");
     bad("vcalled.mod", "NEURON { SUFFIX x }\nPROCEDURE f() {\nVERBATIM\n vector_arg(1);\nENDVERBATIM\n}\n"
         "BREAKPOINT { f() }\n", NS_ERR_UNSUPPORTED, "vcalled.mod:4:", "in PROCEDURE f, which this file's own code calls");
-    /* BEFORE/AFTER: the five NEURON runs; SOLVE is BREAKPOINT's and INITIAL's */
+    /* BEFORE/AFTER: the five NEURON runs; a SOLVE there is nocmodl's call in place (below), not in a CONSTRUCTOR */
     bad("ba1.mod", "NEURON { SUFFIX x }\nASSIGNED { y }\nAFTER BREAKPOINT { y = 1 }\n", NS_ERR_UNSUPPORTED,
         "ba1.mod:3:", "AFTER BREAKPOINT: NEURON runs BEFORE BREAKPOINT, AFTER SOLVE");
-    bad("ba2.mod", "NEURON { SUFFIX x }\nSTATE { y }\nDERIVATIVE d { y' = -y }\nBEFORE STEP {\n SOLVE d METHOD cnexp\n}\n",
-        NS_ERR_UNSUPPORTED, "ba2.mod:5:", "SOLVE d in a BEFORE/AFTER block");
+    bad("ba2.mod", "NEURON { SUFFIX x }\nSTATE { y }\nDERIVATIVE d { y' = -y }\nCONSTRUCTOR {\n SOLVE d METHOD cnexp\n}\n",
+        NS_ERR_UNSUPPORTED, "ba2.mod:5:", "SOLVE d in a CONSTRUCTOR or DESTRUCTOR");
+    bad("ba3.mod", "NEURON { SUFFIX x }\nSTATE { y }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d { y' = -y }\n"
+        "BEFORE STEP {\n SOLVE d METHOD euler\n}\n", NS_ERR_UNSUPPORTED, "ba3.mod:6:", "in a BEFORE/AFTER block");
+    c = emit("NEURON { SUFFIX bs RANGE u }\nASSIGNED { u }\nSTATE { y }\nBREAKPOINT { SOLVE d METHOD derivimplicit }\n"
+             "DERIVATIVE d { y' = -y }\nBEFORE STEP {\n SOLVE d METHOD derivimplicit\n SOLVE q\n}\nPROCEDURE q() { u = u + 1 }\n",
+             NS_NMODL_HEADER);
+    {   /* both called in the hook, and the step once more in state() */
+        const char *h1 = strstr(c, "nsm_bs_d_d(p, "), *h2 = h1 ? strstr(h1 + 1, "nsm_bs_d_d(p, ") : NULL;
+        CHECK(h1 && h2 && strstr(c, "nsm_bs_p_q(p, "));
+    }
     {   /* two AFTER SOLVE blocks are one, in file order; the hooks are host entry points and, a
          * density mechanism's CONSTRUCTOR too, device launches (ABI 7's cuda_hooks) */
         const char *ba = "NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nAFTER SOLVE { y = 1 }\n"
@@ -703,8 +712,13 @@ int main(void) {
         NS_ERR_UNSUPPORTED, "lin1.mod:5:", "not linear in a (use NONLINEAR)");
     bad("lin2.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nLINEAR s {\n  ~ a + b = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
         "lin2.mod:3:", "1 equations for 2 unknown STATEs");
-    bad("lin3.mod", "NEURON { SUFFIX x }\nSTATE { a }\nBREAKPOINT {\n  SOLVE s\n}\nNONLINEAR s {\n  ~ a*a = 2\n}\n",
-        NS_ERR_UNSUPPORTED, "lin3.mod:4:", "a PROCEDURE or a FUNCTION");
+    /* a NONLINEAR block SOLVEd in BREAKPOINT: in state(), not in the current (nocmodl's nrn_state; test nonlinbp) */
+    c = emit("NEURON { SUFFIX lb NONSPECIFIC_CURRENT i }\nSTATE { a }\nBREAKPOINT {\n  SOLVE s\n  i = a*v\n}\n"
+             "NONLINEAR s {\n  ~ a*a = 2\n}\n", NS_NMODL_HEADER);
+    {
+        const char *st = strstr(c, "void nsm_lb_state_F("), *call = strstr(c, "nsm_lb_p_s(p, ");
+        CHECK(st && call && call > st && !strstr(call + 1, "nsm_lb_p_s(p, "));
+    }
     bad("lin4.mod", "NEURON { SUFFIX x }\nPARAMETER { q = 1 }\nSTATE { a }\nLINEAR s SOLVEFOR q {\n  ~ a = 2\n}\n",
         NS_ERR_INVALID_ARGUMENT, "lin4.mod:4:", "SOLVEFOR q is not a STATE");
     bad("lin5.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  ~ a = 2\n  ~+ a = 1\n}\n", NS_ERR_UNSUPPORTED,
