@@ -623,6 +623,7 @@ static int dderivative(dx *d, const block *bl, int method, int K) {
       d->M);
     for (int k = 0; k < nf; k++) P("    Fl_[%d] = nsd_%s_c((*F%d_).v);\n", k, d->M, k);
     for (int k = 0; k < nio; k++) P("    Il_[%d] = nsd_%s_c((*I%d_).v);\n", k, d->M, k);
+    if (!nio) P("    (void)Il_;\n"); /* a mechanism without ion inputs (nvcc warns) */
     P("    for (int k = 0; k < %d; ++k) Gl_[k] = nsd_%s_c(G_[k].v);\n", ng, d->M);
     P("    double x0_[N_], x_[N_], J_[N_ * N_], r_[N_], R_[N_ * NSD_%s_K];\n", d->M);
     for (int k = 0; k < n; k++) P("    x0_[%d] = x_[%d] = (*F%d_).v;\n", k, k, fs[k]);
