@@ -33,6 +33,9 @@ BBP = os.path.join(ROOT, "data/mechanisms/bbp")
 TEST = os.path.join(ROOT, "data/mechanisms/test")
 VERBATIM = os.path.join(ROOT, "data/mechanisms/verbatim")  # VERBATIM C (host C: a folder of its own)
 KINETIC = os.path.join(ROOT, "data/mechanisms/kinetic")  # NEURON's KINETIC test files
+# scalar twins of test files that NEURON 9.0.2 does not translate (arrcn.mod, arrdi.mod: derivatives of an
+# array STATE, which nocmodl warns it emits as C that does not compile): the same SUFFIX, run as the reference
+TWINS = os.path.join(ROOT, "validation/nmodl_twins")
 OUT = os.path.join(ROOT, "tests/data/nmodl")
 EXPRELR = """
 FUNCTION exprelr(x) {
@@ -173,6 +176,10 @@ CASES = {
     "dinit": (6.3, -65, 40, {"pas": {}, "dinit": {}}, [(5, 20, 0.1)], [], None, {}, False, "m"),
     # SOLVE of a NONLINEAR block directly in BREAKPOINT (test/nonlinbp.mod): nocmodl's nrn_state runs it
     "nonlinbp": (6.3, -65, 40, {"pas": {}, "nonlinbp": {}}, [(5, 20, 0.1)], [], None, {}, False, "xs"),
+    # array STATEs in a DERIVATIVE block, x'[j] in FROM loops (test/arrcn.mod by cnexp, arrdi.mod by
+    # derivimplicit): NEURON runs their scalar twins (TWINS)
+    "arrcn": (6.3, -65, 40, {"pas": {}, "arrcn": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    "arrdi": (6.3, -65, 40, {"pas": {}, "arrdi": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
 }
 
 
@@ -327,6 +334,7 @@ def main():
                                                                  "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
                                                                  "cadn.mod", "dinit.mod",
                                                                  "nonlinbp.mod")] +
+                    [os.path.join(TWINS, f) for f in ("arrcn.mod", "arrdi.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

@@ -655,6 +655,10 @@ st *nm_parse_statement(parser *p, stlist *l, block *owner) {
         p->pos++;
         s->kind = ST_DERIV;
         s->name = t->text;
+        if (nm_is_punct(p, '[')) { /* an array STATE's element: x'[i] = e (nm_deriv_arrays_lower) */
+            p->pos++;
+            if (!(s->index = parse_expr(p)) || nm_expect(p, ']')) return NULL;
+        }
         if (nm_expect(p, '=') || !(s->e = parse_expr(p))) return NULL;
         return s;
     }

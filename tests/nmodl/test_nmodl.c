@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 63); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 65); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -886,7 +886,16 @@ int main(void) {
     bad("noindex.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
         "noindex.mod:4:", "needs an index");
     bad("statearr.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s' = 1\n}\n",
-        NS_ERR_UNSUPPORTED, "statearr.mod:5:", "array STATE");
+        NS_ERR_INVALID_ARGUMENT, "statearr.mod:5:", "s' of an array STATE needs an element");
+    /* x'[i] of an array STATE: FROM loops with constant bounds unrolled (test/arrcn.mod, arrdi.mod); others refused */
+    bad("statearr2.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
+        "DERIVATIVE d {\n  FROM i = 0 TO n - 1 {\n    s'[i] = -s[i]\n  }\n}\n",
+        NS_ERR_UNSUPPORTED, "statearr2.mod:6:", "needs integer constant bounds");
+    bad("statearr3.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n"
+        "  FROM i = 0 TO 2 {\n    s'[i] = -s[i]\n  }\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "statearr3.mod:6:", "s[2]: out of range (0 to 1)");
+    bad("statearr4.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s'[0] = -s\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "statearr4.mod:5:", "s is not an array");
     /* arrays in reactions: FROM loops unrolled, COMPARTMENT i, size(i) */
     c = emit("NEURON { SUFFIX kar }\nDEFINE N 3\nPARAMETER { d = 2 }\nSTATE { c[N] }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
              "KINETIC k {\n  COMPARTMENT i, d*(i + 1) {c}\n  FROM i = 0 TO N - 2 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",

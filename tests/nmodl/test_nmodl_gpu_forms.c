@@ -49,6 +49,9 @@ static const tcase CASES[] = {
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
     {"dinit", 6.3, -65, 40, {"pas", "dinit"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "m"},
+    /* array STATEs in a DERIVATIVE block (test/arrcn.mod by cnexp, test/arrdi.mod by derivimplicit) */
+    {"arrcn", 6.3, -65, 40, {"pas", "arrcn"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
+    {"arrdi", 6.3, -65, 40, {"pas", "arrdi"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
     {"nonlinbp", 6.3, -65, 40, {"pas", "nonlinbp"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "xs"},
 };
 
@@ -98,7 +101,7 @@ int main(void) {
     const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp",
                            test_mech_copy(MECH_DIR "/test/recur.mod " MECH_DIR "/test/vbkin.mod " MECH_DIR
                                           "/test/kloop.mod " MECH_DIR "/test/hhdi.mod " MECH_DIR "/test/cadn.mod " MECH_DIR
-                                          "/test/dinit.mod " MECH_DIR "/test/nonlinbp.mod")};
+                                          "/test/dinit.mod " MECH_DIR "/test/nonlinbp.mod " MECH_DIR "/test/arrcn.mod " MECH_DIR "/test/arrdi.mod")};
     CHECK(dirs[2] != NULL);
     if (!dirs[2]) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
     const char *hn[3] = {"libneuron.so", "libbbp.so", "liblang.so"};
