@@ -728,6 +728,10 @@ static int scalar_list(lower *L, stlist *l) {
 ns_status nm_deriv_arrays_lower(struct ns_nmodl *m, block *b) {
     lower L = {m, NULL, NS_OK, 0, "DERIVATIVE"};
     if (!has_scheme(b->body)) return NS_OK;
+    const int method = nm_solve_method(m->breakpoint, b->name);
+    if (method == M_EULER || method == M_RUNGE) /* (not yet tested against a reference) */
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: METHOD %s on DERIVATIVE %s with array states is not supported (use "
+                       "cnexp or derivimplicit)", m->file, b->line, method == M_EULER ? "euler" : "runge", b->name);
     if (unroll(&L, b->body) || scalar_list(&L, b->body)) return L.status;
     return NS_OK;
 }

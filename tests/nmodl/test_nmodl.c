@@ -896,6 +896,8 @@ int main(void) {
         NS_ERR_INVALID_ARGUMENT, "statearr3.mod:6:", "s[2]: out of range (0 to 1)");
     bad("statearr4.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s'[0] = -s\n}\n",
         NS_ERR_INVALID_ARGUMENT, "statearr4.mod:5:", "s is not an array");
+    bad("statearr5.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD euler }\nDERIVATIVE d {\n  s'[0] = -s[0]\n}\n",
+        NS_ERR_UNSUPPORTED, "statearr5.mod:4:", "METHOD euler on DERIVATIVE d with array states is not supported");
     /* arrays in reactions: FROM loops unrolled, COMPARTMENT i, size(i) */
     c = emit("NEURON { SUFFIX kar }\nDEFINE N 3\nPARAMETER { d = 2 }\nSTATE { c[N] }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
              "KINETIC k {\n  COMPARTMENT i, d*(i + 1) {c}\n  FROM i = 0 TO N - 2 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
