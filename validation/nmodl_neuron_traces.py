@@ -164,6 +164,9 @@ CASES = {
     # a FROM loop whose bound is a PARAMETER in a KINETIC block (test/kloop.mod: hh's n gate as a
     # five-state chain) with hh's sodium and leak, probing o (the open state)
     "kloop": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kloop": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
+    # LOCALs declared inside FROM loops with constant bounds in a KINETIC block (test/kfloc.mod: hh's n
+    # gate as a five-state chain) with hh's sodium and leak, probing o (the open state)
+    "kfloc": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kfloc": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
     # solver forms (test/cadn.mod: cnexp on an equation not linear in its state, which nocmodl
     # translates by derivimplicit, and STEADYSTATE derivimplicit in INITIAL; test/dinit.mod: a
     # DERIVATIVE that INITIAL and a PROCEDURE SOLVE by derivimplicit while BREAKPOINT's is cnexp)
@@ -325,7 +328,7 @@ def main():
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
                                                                  "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
-                                                                 "cadn.mod", "dinit.mod",
+                                                                 "kfloc.mod", "cadn.mod", "dinit.mod",
                                                                  "nonlinbp.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
