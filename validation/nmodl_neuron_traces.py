@@ -176,6 +176,8 @@ CASES = {
     "dinit": (6.3, -65, 40, {"pas": {}, "dinit": {}}, [(5, 20, 0.1)], [], None, {}, False, "m"),
     # SOLVE of a NONLINEAR block directly in BREAKPOINT (test/nonlinbp.mod): nocmodl's nrn_state runs it
     "nonlinbp": (6.3, -65, 40, {"pas": {}, "nonlinbp": {}}, [(5, 20, 0.1)], [], None, {}, False, "xs"),
+    # '~+' (terms added to the previous equation) in NONLINEAR and LINEAR blocks (test/linadd.mod)
+    "linadd": (6.3, -65, 40, {"pas": {}, "linadd": {}}, [(5, 20, 0.1)], [], None, {}, False, "zs"),
 }
 
 
@@ -329,7 +331,7 @@ def main():
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
                                                                  "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
                                                                  "kfloc.mod", "cadn.mod", "dinit.mod",
-                                                                 "nonlinbp.mod")] +
+                                                                 "nonlinbp.mod", "linadd.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])
