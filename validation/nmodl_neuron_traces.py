@@ -167,6 +167,9 @@ CASES = {
     # a FROM loop whose bound is a PARAMETER in a KINETIC block (test/kloop.mod: hh's n gate as a
     # five-state chain) with hh's sodium and leak, probing o (the open state)
     "kloop": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kloop": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
+    # LOCALs declared inside FROM loops with constant bounds in a KINETIC block (test/kfloc.mod: hh's n
+    # gate as a five-state chain) with hh's sodium and leak, probing o (the open state)
+    "kfloc": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kfloc": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
     # solver forms (test/cadn.mod: cnexp on an equation not linear in its state, which nocmodl
     # translates by derivimplicit, and STEADYSTATE derivimplicit in INITIAL; test/dinit.mod: a
     # DERIVATIVE that INITIAL and a PROCEDURE SOLVE by derivimplicit while BREAKPOINT's is cnexp)
@@ -180,6 +183,8 @@ CASES = {
     # derivimplicit): NEURON runs their scalar twins (TWINS)
     "arrcn": (6.3, -65, 40, {"pas": {}, "arrcn": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
     "arrdi": (6.3, -65, 40, {"pas": {}, "arrdi": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    # '~+' (terms added to the previous equation) in NONLINEAR and LINEAR blocks (test/linadd.mod)
+    "linadd": (6.3, -65, 40, {"pas": {}, "linadd": {}}, [(5, 20, 0.1)], [], None, {}, False, "zs"),
 }
 
 
@@ -332,8 +337,8 @@ def main():
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
                                                                  "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
-                                                                 "cadn.mod", "dinit.mod",
-                                                                 "nonlinbp.mod")] +
+                                                                 "kfloc.mod", "cadn.mod", "dinit.mod",
+                                                                 "nonlinbp.mod", "linadd.mod")] +
                     [os.path.join(TWINS, f) for f in ("arrcn.mod", "arrdi.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +

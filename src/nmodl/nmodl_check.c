@@ -510,7 +510,10 @@ static int alg_unknowns(parser *p, block *b) {
     for (int i = 0; i < b->body->n; i++) {
         const st *s = b->body->s[i];
         if (s->kind != ST_EQUATION) continue;
-        n_eq++;
+        if (s->react == '+' && n_eq == 0) /* nocmodl: "no previous equation for adding terms" */
+            return nm_perr(p, NS_ERR_PARSE, s->line, "%s %s: '~+' adds terms to the previous equation: there is none",
+                           what, b->name);
+        n_eq += s->react != '+';
         if (!solvefor && (states_in(p, b, s->e) || states_in(p, b, s->e2))) return -1;
     }
     for (int k = 0; k < b->n_unknowns; k++) {

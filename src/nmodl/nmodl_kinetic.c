@@ -199,6 +199,33 @@ static int has_scheme(const stlist *l) {
     }
     return 0;
 }
+/* the LOCALs of an unrolled loop's body into the list that receives its copies (nocmodl declares them in
+ * the loop's C block; each pass writes them before it reads them, so one declaration serves every copy) */
+static int hoist_locals(lower *L, stlist *l, const stlist *body, int line) {
+    for (int i = 0; i < body->n_locals; i++) {
+        for (int j = 0; j < l->n_locals; j++)
+            if (!strcmp(l->locals[j], body->locals[i]))
+                return lfail(L, NS_ERR_UNSUPPORTED, line, "LOCAL '%s' of a FROM loop in a KINETIC block has the name "
+                             "of a LOCAL around the loop: rename one of them", body->locals[i]);
+        if (find_var(L->m, body->locals[i])) /* its declaration moves to the list: it would hide the variable there */
+            return lfail(L, NS_ERR_UNSUPPORTED, line, "LOCAL '%s' of a FROM loop in a KINETIC block has the name "
+                         "of a variable of the mechanism: rename it", body->locals[i]);
+        /* new arrays: a cloned list shares its LOCALs with the original */
+        char **n = nm_realloc(&L->m->arena, NULL, (size_t)(l->n_locals + 1) * sizeof *n);
+        int *sz = nm_realloc(&L->m->arena, NULL, (size_t)(l->n_locals + 1) * sizeof *sz);
+        if (!n || !sz) return oom(L, line);
+        for (int j = 0; j < l->n_locals; j++) {
+            n[j] = l->locals[j];
+            sz[j] = l->local_size ? l->local_size[j] : 0;
+        }
+        n[l->n_locals] = body->locals[i];
+        sz[l->n_locals] = body->local_size ? body->local_size[i] : 0;
+        l->locals = n;
+        l->local_size = sz;
+        l->n_locals++;
+    }
+    return 0;
+}
 /* FROM i = a TO b [BY k] { body } with constant bounds: the body once per i, i replaced by its value. Other
  * bounds: a loop without reactions stays a loop; with reactions, NEURON's nocmodl builds the matrix from a
  * loop in C, but CoreNEURON's NMODL (NEURON 9.0.2's nmodl) drops the reactions of such a loop (its nrn_state
@@ -235,11 +262,12 @@ static int unroll(lower *L, stlist *l) {
                          "a FROM loop of %s in a %s block needs integer constant bounds (numbers, DEFINEs, "
                          "CONSTANTs)%s", L->blk[0] == 'K' ? "reactions" : "x'[i] equations", L->blk,
                          L->blk[0] == 'K' ? ": CoreNEURON's NMODL drops the reactions of other loops" : "");
-        if (s->then_->n_locals)
+        if (s->then_->n_locals && L->blk[0] != 'K') /* a KINETIC block's: hoist_locals below */
             return lfail(L, NS_ERR_UNSUPPORTED, s->line, "LOCAL inside a FROM loop of a %s block is not supported", L->blk);
         for (int v = (int)a; by > 0 ? v <= b : v >= b; v += (int)by) {
             stlist *c = clone_list(L, s->then_, s->name, v);
             if (!c || unroll(L, c)) return L->status ? -1 : oom(L, s->line);
+            if (v == (int)a && hoist_locals(L, l, c, s->line)) return -1; /* the copies share them */
             for (int k = 0; k < c->n; k++)
                 if (append(L, l, c->s[k], &cap, s->line)) return -1;
         }
