@@ -33,6 +33,9 @@ BBP = os.path.join(ROOT, "data/mechanisms/bbp")
 TEST = os.path.join(ROOT, "data/mechanisms/test")
 VERBATIM = os.path.join(ROOT, "data/mechanisms/verbatim")  # VERBATIM C (host C: a folder of its own)
 KINETIC = os.path.join(ROOT, "data/mechanisms/kinetic")  # NEURON's KINETIC test files
+# scalar twins of test files that NEURON 9.0.2 does not translate (arrcn.mod, arrdi.mod: derivatives of an
+# array STATE, which nocmodl warns it emits as C that does not compile): the same SUFFIX, run as the reference
+TWINS = os.path.join(ROOT, "validation/nmodl_twins")
 OUT = os.path.join(ROOT, "tests/data/nmodl")
 EXPRELR = """
 FUNCTION exprelr(x) {
@@ -164,6 +167,9 @@ CASES = {
     # a FROM loop whose bound is a PARAMETER in a KINETIC block (test/kloop.mod: hh's n gate as a
     # five-state chain) with hh's sodium and leak, probing o (the open state)
     "kloop": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kloop": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
+    # LOCALs declared inside FROM loops with constant bounds in a KINETIC block (test/kfloc.mod: hh's n
+    # gate as a five-state chain) with hh's sodium and leak, probing o (the open state)
+    "kfloc": (6.3, -65, 50, {"hh": {"gkbar": 0}, "kfloc": {}}, [(2, 30, 0.2)], [], None, {}, False, "o"),
     # solver forms (test/cadn.mod: cnexp on an equation not linear in its state, which nocmodl
     # translates by derivimplicit, and STEADYSTATE derivimplicit in INITIAL; test/dinit.mod: a
     # DERIVATIVE that INITIAL and a PROCEDURE SOLVE by derivimplicit while BREAKPOINT's is cnexp)
@@ -173,6 +179,12 @@ CASES = {
     "dinit": (6.3, -65, 40, {"pas": {}, "dinit": {}}, [(5, 20, 0.1)], [], None, {}, False, "m"),
     # SOLVE of a NONLINEAR block directly in BREAKPOINT (test/nonlinbp.mod): nocmodl's nrn_state runs it
     "nonlinbp": (6.3, -65, 40, {"pas": {}, "nonlinbp": {}}, [(5, 20, 0.1)], [], None, {}, False, "xs"),
+    # array STATEs in a DERIVATIVE block, x'[j] in FROM loops (test/arrcn.mod by cnexp, arrdi.mod by
+    # derivimplicit): NEURON runs their scalar twins (TWINS)
+    "arrcn": (6.3, -65, 40, {"pas": {}, "arrcn": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    "arrdi": (6.3, -65, 40, {"pas": {}, "arrdi": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    # '~+' (terms added to the previous equation) in NONLINEAR and LINEAR blocks (test/linadd.mod)
+    "linadd": (6.3, -65, 40, {"pas": {}, "linadd": {}}, [(5, 20, 0.1)], [], None, {}, False, "zs"),
 }
 
 
@@ -325,8 +337,9 @@ def main():
                                                                  "nonlin.mod", "cadifus.mod", "bahook.mod", "ftab.mod",
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
                                                                  "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
-                                                                 "cadn.mod", "dinit.mod",
-                                                                 "nonlinbp.mod")] +
+                                                                 "kfloc.mod", "cadn.mod", "dinit.mod",
+                                                                 "nonlinbp.mod", "linadd.mod")] +
+                    [os.path.join(TWINS, f) for f in ("arrcn.mod", "arrdi.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +
                     [os.path.join(KINETIC, f) for f in sorted(os.listdir(KINETIC)) if f.endswith(".mod")])

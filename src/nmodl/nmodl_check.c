@@ -326,9 +326,12 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
             if (!owner || owner->kind != B_DERIVATIVE)
                 return nm_perr(p, NS_ERR_PARSE, s->line, "%s' outside a DERIVATIVE block", s->name);
             if (!v || v->cls != V_STATE) return nm_perr(p, NS_ERR_INVALID_ARGUMENT, s->line, "'%s' is not a STATE", s->name);
-            if (v->size)
-                return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "%s' of an array STATE is not supported (a KINETIC block "
-                            "takes array states)", s->name);
+            if (!v->size != !s->index)
+                return nm_perr(p, NS_ERR_INVALID_ARGUMENT, s->line, v->size ? "%s' of an array STATE needs an element: %s'[i]"
+                            : "%s' with an index: %s is not an array", s->name, s->name);
+            if (s->index) /* one left by nm_deriv_arrays_lower: its index is not a constant */
+                return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "%s'[...] needs an index that is constant after unrolling "
+                            "FROM loops with integer constant bounds", s->name);
             if (check_ex(p, s->e, *scope, *n_scope, s->line)) return -1;
             break;
         }
@@ -507,7 +510,10 @@ static int alg_unknowns(parser *p, block *b) {
     for (int i = 0; i < b->body->n; i++) {
         const st *s = b->body->s[i];
         if (s->kind != ST_EQUATION) continue;
-        n_eq++;
+        if (s->react == '+' && n_eq == 0) /* nocmodl: "no previous equation for adding terms" */
+            return nm_perr(p, NS_ERR_PARSE, s->line, "%s %s: '~+' adds terms to the previous equation: there is none",
+                           what, b->name);
+        n_eq += s->react != '+';
         if (!solvefor && (states_in(p, b, s->e) || states_in(p, b, s->e2))) return -1;
     }
     for (int k = 0; k < b->n_unknowns; k++) {
@@ -871,6 +877,8 @@ static int finish_layout(parser *p) {
     m->table_size = (int)tsize;
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->kind == B_KINETIC && (p->status = nm_kinetic_lower(m, m->blocks[i]))) return -1;
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->kind == B_DERIVATIVE && (p->status = nm_deriv_arrays_lower(m, m->blocks[i]))) return -1;
     for (int i = 0; i < m->n_blocks; i++)
         if (m->blocks[i]->alg && alg_unknowns(p, m->blocks[i])) return -1;
     return 0;

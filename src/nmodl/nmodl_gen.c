@@ -97,6 +97,8 @@ int nm_gfail(gen *g, int line, const char *fmt, ...) {
 const var *nm_find_var(const struct ns_nmodl *m, const char *name) {
     for (int i = 0; i < m->n_vars; i++)
         if (!strcmp(m->vars[i].name, name)) return &m->vars[i];
+    for (int i = 0; i < m->n_elems; i++)
+        if (!strcmp(m->elems[i].name, name)) return &m->elems[i];
     return NULL;
 }
 const block *nm_find_block(const struct ns_nmodl *m, const char *name) {

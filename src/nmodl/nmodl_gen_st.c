@@ -112,11 +112,13 @@ static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
 static int emit_equation(gen *g, const st *s, int indent) {
     buf *b = g->b;
     const block *bl = g->alg;
-    const int r = g->eq_row++;
+    const int add = s->react == '+'; /* ~+: the terms added to the previous equation's (nocmodl's _counte) */
+    const int r = add ? g->eq_row - 1 : g->eq_row++;
+    const char *op = add ? "+=" : "=";
     ex *f = nm_sym_bin('-', s->e, s->e2);
     if (!f) return nm_gfail(g, s->line, "out of memory");
     if (bl->alg == 'N') {
-        nm_put(b, "%*sf_[%d] = ", indent, "", r);
+        nm_put(b, "%*sf_[%d] %s ", indent, "", r, op);
         nm_gen_ex(g, f);
         nm_put(b, ";\n");
         return 0;
@@ -130,12 +132,12 @@ static int emit_equation(gen *g, const st *s, int indent) {
         if (nonlinear)
             return nm_gfail(g, s->line, "LINEAR %s: the equation is not linear in %s (use NONLINEAR)", bl->name,
                          bl->unknowns[c]);
-        nm_put(b, "%*sJ_[%d][%d] = ", indent, "", r, c);
+        nm_put(b, "%*sJ_[%d][%d] %s ", indent, "", r, c, op);
         nm_gen_ex(g, a);
         nm_put(b, ";\n");
         if (!(z = nm_sym_at_zero(z, bl->unknowns[c]))) return nm_gfail(g, s->line, "out of memory");
     }
-    nm_put(b, "%*sr_[%d] = -(", indent, "", r);
+    nm_put(b, "%*sr_[%d] %s -(", indent, "", r, op);
     nm_gen_ex(g, z);
     nm_put(b, ");\n");
     return 0;

@@ -205,6 +205,10 @@ struct ns_nmodl {
     int point;
     var *vars;
     int n_vars, cap_vars;
+    /* the elements x[k] of array STATEs that a DERIVATIVE block names by a constant index, each a scalar
+     * "x[k]" on field x + k (nm_deriv_arrays_lower); found by name as vars are, never in vars' loops */
+    var *elems;
+    int n_elems;
     ion_use ions[8];
     int n_ions;
     char **currents;     /* currents in NEURON block order: ion currents then NONSPECIFIC */
@@ -304,6 +308,9 @@ ns_status nm_write_fused(const char *work, const char *const *names, const int *
  * COMPARTMENT statements) into statements and b->kin; errors name m's file
  * and the line. */
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b);
+/* a DERIVATIVE block's array STATEs: FROM loops with x'[i] unrolled (constant bounds), each element with a
+ * constant index the scalar m->elems "x[k]", as nocmodl's per-element equations */
+ns_status nm_deriv_arrays_lower(struct ns_nmodl *m, block *b);
 
 /* nmodl_random.c: normrand, exprand, scop_random, set_seed */
 extern const char *const nm_random_field_names[4]; /* the hidden fields: id1, id2, seed, counter */

@@ -21,6 +21,7 @@ typedef struct lower {
     kinetic *k;
     ns_status status;
     int deriv; /* METHOD euler or runge: the derivative form (no matrix, no CONSERVE) */
+    const char *blk; /* "KINETIC", or "DERIVATIVE" (nm_deriv_arrays_lower) */
 } lower;
 
 static int lfail(lower *L, ns_status s, int line, const char *fmt, ...) NS_PRINTF_LIKE(4, 5);
@@ -178,7 +179,7 @@ static stlist *clone_list(lower *L, const stlist *l, const char *name, int value
 static int append(lower *L, stlist *l, st *s, int *cap, int line) {
     if (l->n == *cap) {
         if (*cap >= MAX_UNROLLED)
-            return lfail(L, NS_ERR_SIZE, line, "KINETIC: more than %d statements after its FROM loops", MAX_UNROLLED);
+            return lfail(L, NS_ERR_SIZE, line, "%s: more than %d statements after its FROM loops", L->blk, MAX_UNROLLED);
         const int nc = *cap ? 2 * *cap : 16;
         st **n = nm_realloc(&L->m->arena, l->s, (size_t)nc * sizeof *n);
         if (!n) return oom(L, line);
@@ -193,8 +194,35 @@ static int has_scheme(const stlist *l) {
     for (int i = 0; l && i < l->n; i++) {
         const st *s = l->s[i];
         if (s->kind == ST_REACTION || s->kind == ST_CONSERVE || s->kind == ST_COMPARTMENT || s->kind == ST_LDIFUS ||
-            has_scheme(s->then_) || has_scheme(s->else_))
+            (s->kind == ST_DERIV && s->index) || has_scheme(s->then_) || has_scheme(s->else_))
             return 1;
+    }
+    return 0;
+}
+/* the LOCALs of an unrolled loop's body into the list that receives its copies (nocmodl declares them in
+ * the loop's C block; each pass writes them before it reads them, so one declaration serves every copy) */
+static int hoist_locals(lower *L, stlist *l, const stlist *body, int line) {
+    for (int i = 0; i < body->n_locals; i++) {
+        for (int j = 0; j < l->n_locals; j++)
+            if (!strcmp(l->locals[j], body->locals[i]))
+                return lfail(L, NS_ERR_UNSUPPORTED, line, "LOCAL '%s' of a FROM loop in a KINETIC block has the name "
+                             "of a LOCAL around the loop: rename one of them", body->locals[i]);
+        if (find_var(L->m, body->locals[i])) /* its declaration moves to the list: it would hide the variable there */
+            return lfail(L, NS_ERR_UNSUPPORTED, line, "LOCAL '%s' of a FROM loop in a KINETIC block has the name "
+                         "of a variable of the mechanism: rename it", body->locals[i]);
+        /* new arrays: a cloned list shares its LOCALs with the original */
+        char **n = nm_realloc(&L->m->arena, NULL, (size_t)(l->n_locals + 1) * sizeof *n);
+        int *sz = nm_realloc(&L->m->arena, NULL, (size_t)(l->n_locals + 1) * sizeof *sz);
+        if (!n || !sz) return oom(L, line);
+        for (int j = 0; j < l->n_locals; j++) {
+            n[j] = l->locals[j];
+            sz[j] = l->local_size ? l->local_size[j] : 0;
+        }
+        n[l->n_locals] = body->locals[i];
+        sz[l->n_locals] = body->local_size ? body->local_size[i] : 0;
+        l->locals = n;
+        l->local_size = sz;
+        l->n_locals++;
     }
     return 0;
 }
@@ -213,7 +241,7 @@ static int unroll(lower *L, stlist *l) {
         if (s->kind == ST_IF) {
             if (unroll(L, s->then_) || (s->else_ && unroll(L, s->else_))) return -1;
         }
-        if (s->kind == ST_WHILE && has_scheme(s->then_))
+        if (s->kind == ST_WHILE && !strcmp(L->blk, "KINETIC") && has_scheme(s->then_))
             return lfail(L, NS_ERR_UNSUPPORTED, s->line, "reactions in a WHILE loop of a KINETIC block: "
                          "CoreNEURON's NMODL counts them once, nocmodl once per pass (use a FROM loop with "
                          "constant bounds)");
@@ -231,13 +259,15 @@ static int unroll(lower *L, stlist *l) {
         }
         if (!constant)
             return lfail(L, NS_ERR_UNSUPPORTED, s->line,
-                         "a FROM loop of reactions in a KINETIC block needs integer constant bounds (numbers, "
-                         "DEFINEs, CONSTANTs): CoreNEURON's NMODL drops the reactions of other loops");
-        if (s->then_->n_locals)
-            return lfail(L, NS_ERR_UNSUPPORTED, s->line, "LOCAL inside a FROM loop of a KINETIC block is not supported");
+                         "a FROM loop of %s in a %s block needs integer constant bounds (numbers, DEFINEs, "
+                         "CONSTANTs)%s", L->blk[0] == 'K' ? "reactions" : "x'[i] equations", L->blk,
+                         L->blk[0] == 'K' ? ": CoreNEURON's NMODL drops the reactions of other loops" : "");
+        if (s->then_->n_locals && L->blk[0] != 'K') /* a KINETIC block's: hoist_locals below */
+            return lfail(L, NS_ERR_UNSUPPORTED, s->line, "LOCAL inside a FROM loop of a %s block is not supported", L->blk);
         for (int v = (int)a; by > 0 ? v <= b : v >= b; v += (int)by) {
             stlist *c = clone_list(L, s->then_, s->name, v);
             if (!c || unroll(L, c)) return L->status ? -1 : oom(L, s->line);
+            if (v == (int)a && hoist_locals(L, l, c, s->line)) return -1; /* the copies share them */
             for (int k = 0; k < c->n; k++)
                 if (append(L, l, c->s[k], &cap, s->line)) return -1;
         }
@@ -621,7 +651,7 @@ static int derivatives(lower *L, stlist *body) {
 }
 
 ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
-    lower L = {m, NULL, NS_OK, 0};
+    lower L = {m, NULL, NS_OK, 0, "KINETIC"};
     const int method = nm_solve_method(m->breakpoint, b->name);
     L.deriv = method == M_EULER || method == M_RUNGE;
     if (unroll(&L, b->body) || elements(&L, b->body)) return L.status;
@@ -667,5 +697,69 @@ ns_status nm_kinetic_lower(struct ns_nmodl *m, block *b) {
         }
     }
     b->kin = k;
+    return NS_OK;
+}
+
+/* ---- a DERIVATIVE block's array STATEs ---- */
+
+/* the scalar "x[k]" for element k of array STATE v (m->elems) */
+static const char *elem_of(lower *L, const var *v, int k, int line) {
+    struct ns_nmodl *m = L->m;
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s[%d]", v->name, k);
+    for (int i = 0; i < m->n_elems; i++)
+        if (!strcmp(m->elems[i].name, nm)) return m->elems[i].name;
+    var *n = nm_realloc(&m->arena, m->elems, (size_t)(m->n_elems + 1) * sizeof *n);
+    if (!n) return oom(L, line), NULL;
+    m->elems = n;
+    var *e = &n[m->n_elems];
+    *e = *v;
+    e->size = 0;
+    e->field = v->field + k;
+    e->start = 0; /* (INITIAL sets the array's elements; the element is never started itself) */
+    if (!(e->name = adup(L, nm))) return oom(L, line), NULL;
+    m->n_elems++;
+    return e->name;
+}
+/* an array STATE's element with a constant index in range: its scalar; 1 where e is no such element */
+static int scalar_ex(lower *L, ex *e, int line) {
+    if (!e) return 0;
+    const var *v = e->kind == EX_VAR && e->a ? find_var(L->m, e->text) : NULL;
+    double k;
+    if (v && v->cls == V_STATE && v->size && !const_eval(L->m, e->a, &k)) {
+        if (k != (int)k || k < 0 || k >= v->size)
+            return lfail(L, NS_ERR_INVALID_ARGUMENT, line, "%s[%g]: out of range (0 to %d)", v->name, k, v->size - 1);
+        if (!(e->text = (char *)elem_of(L, v, (int)k, line))) return -1;
+        e->a = NULL;
+        return 0;
+    }
+    for (int i = 0; i < e->n_args; i++)
+        if (scalar_ex(L, e->args[i], line)) return -1;
+    return scalar_ex(L, e->a, line) || scalar_ex(L, e->b, line) ? -1 : 0;
+}
+static int scalar_list(lower *L, stlist *l) {
+    for (int i = 0; l && i < l->n; i++) {
+        st *s = l->s[i];
+        if (scalar_ex(L, s->e, s->line) || scalar_ex(L, s->to, s->line) || scalar_ex(L, s->index, s->line) ||
+            scalar_list(L, s->then_) || scalar_list(L, s->else_))
+            return -1;
+        const var *v = s->kind == ST_DERIV && s->index ? find_var(L->m, s->name) : NULL;
+        double k;
+        if (!v || !v->size || const_eval(L->m, s->index, &k)) continue; /* (nm_finish's checks refuse it) */
+        if (k != (int)k || k < 0 || k >= v->size)
+            return lfail(L, NS_ERR_INVALID_ARGUMENT, s->line, "%s'[%g]: out of range (0 to %d)", v->name, k, v->size - 1);
+        if (!(s->name = (char *)elem_of(L, v, (int)k, s->line))) return -1;
+        s->index = NULL;
+    }
+    return 0;
+}
+ns_status nm_deriv_arrays_lower(struct ns_nmodl *m, block *b) {
+    lower L = {m, NULL, NS_OK, 0, "DERIVATIVE"};
+    if (!has_scheme(b->body)) return NS_OK;
+    const int method = nm_solve_method(m->breakpoint, b->name);
+    if (method == M_EULER || method == M_RUNGE) /* (not yet tested against a reference) */
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s:%d: METHOD %s on DERIVATIVE %s with array states is not supported (use "
+                       "cnexp or derivimplicit)", m->file, b->line, method == M_EULER ? "euler" : "runge", b->name);
+    if (unroll(&L, b->body) || scalar_list(&L, b->body)) return L.status;
     return NS_OK;
 }

@@ -16,6 +16,8 @@
 var *nm_var(struct ns_nmodl *m, const char *name) {
     for (int i = 0; i < m->n_vars; i++)
         if (!strcmp(m->vars[i].name, name)) return &m->vars[i];
+    for (int i = 0; i < m->n_elems; i++)
+        if (!strcmp(m->elems[i].name, name)) return &m->elems[i];
     return NULL;
 }
 int nm_is_special(const char *n) {

@@ -562,9 +562,10 @@ st *nm_parse_statement(parser *p, stlist *l, block *owner) {
     if (in_kinetic && nm_is_punct(p, '~')) return parse_reaction(p, s) ? NULL : s;
     if (owner && owner->alg && nm_is_punct(p, '~')) { /* LINEAR / NONLINEAR: ~ e = e2 */
         p->pos++;
-        if (nm_is_punct(p, '+')) {
-            nm_perr(p, NS_ERR_UNSUPPORTED, t->line, "'~+' (terms added to the previous equation) is not supported");
-            return NULL;
+        const tok *plus = nm_cur(p);
+        if (nm_is_punct(p, '+') && plus->start == t->end) { /* ~+ (one token, nocmodl's): terms added to the last */
+            p->pos++;
+            s->react = '+';
         }
         s->kind = ST_EQUATION;
         if (!(s->e = parse_expr(p)) || nm_expect(p, '=') || !(s->e2 = parse_expr(p))) return NULL;
@@ -655,6 +656,10 @@ st *nm_parse_statement(parser *p, stlist *l, block *owner) {
         p->pos++;
         s->kind = ST_DERIV;
         s->name = t->text;
+        if (nm_is_punct(p, '[')) { /* an array STATE's element: x'[i] = e (nm_deriv_arrays_lower) */
+            p->pos++;
+            if (!(s->index = parse_expr(p)) || nm_expect(p, ']')) return NULL;
+        }
         if (nm_expect(p, '=') || !(s->e = parse_expr(p))) return NULL;
         return s;
     }

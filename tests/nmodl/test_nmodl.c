@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 63); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 67); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -721,8 +721,12 @@ int main(void) {
     }
     bad("lin4.mod", "NEURON { SUFFIX x }\nPARAMETER { q = 1 }\nSTATE { a }\nLINEAR s SOLVEFOR q {\n  ~ a = 2\n}\n",
         NS_ERR_INVALID_ARGUMENT, "lin4.mod:4:", "SOLVEFOR q is not a STATE");
-    bad("lin5.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  ~ a = 2\n  ~+ a = 1\n}\n", NS_ERR_UNSUPPORTED,
-        "lin5.mod:5:", "'~+'");
+    /* ~+: its terms added to the previous equation's row (test/linadd.mod against NEURON); '~ +' a unary plus */
+    c = emit("NEURON { SUFFIX lin5 }\nSTATE { a }\nINITIAL { SOLVE s }\nLINEAR s {\n  ~ a = 2\n  ~+ a = 1\n}\n",
+             NS_NMODL_HEADER);
+    CHECK(strstr(c, "J_[0][0] = 1.0;") && strstr(c, "J_[0][0] += 1.0;") && strstr(c, "r_[0] += -("));
+    bad("lin6.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  ~ a = 2\n  ~ + a = 1\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "lin6.mod:3:", "LINEAR s: 2 equations for 1 unknown STATEs");
     /* ~ x -> (rate): a flow out of x (nocmodl's flux) */
     c = emit("NEURON { SUFFIX kout }\nSTATE { a }\nBREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n  ~ a -> (3)\n}\n",
              NS_NMODL_HEADER);
@@ -886,7 +890,18 @@ int main(void) {
     bad("noindex.mod", "NEURON { SUFFIX x }\nASSIGNED { a[3] }\nBREAKPOINT {\n  a = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
         "noindex.mod:4:", "needs an index");
     bad("statearr.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s' = 1\n}\n",
-        NS_ERR_UNSUPPORTED, "statearr.mod:5:", "array STATE");
+        NS_ERR_INVALID_ARGUMENT, "statearr.mod:5:", "s' of an array STATE needs an element");
+    /* x'[i] of an array STATE: FROM loops with constant bounds unrolled (test/arrcn.mod, arrdi.mod); others refused */
+    bad("statearr2.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\n"
+        "DERIVATIVE d {\n  FROM i = 0 TO n - 1 {\n    s'[i] = -s[i]\n  }\n}\n",
+        NS_ERR_UNSUPPORTED, "statearr2.mod:6:", "needs integer constant bounds");
+    bad("statearr3.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n"
+        "  FROM i = 0 TO 2 {\n    s'[i] = -s[i]\n  }\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "statearr3.mod:6:", "s[2]: out of range (0 to 1)");
+    bad("statearr4.mod", "NEURON { SUFFIX x }\nSTATE { s }\nBREAKPOINT { SOLVE d METHOD cnexp }\nDERIVATIVE d {\n  s'[0] = -s\n}\n",
+        NS_ERR_INVALID_ARGUMENT, "statearr4.mod:5:", "s is not an array");
+    bad("statearr5.mod", "NEURON { SUFFIX x }\nSTATE { s[2] }\nBREAKPOINT { SOLVE d METHOD euler }\nDERIVATIVE d {\n  s'[0] = -s[0]\n}\n",
+        NS_ERR_UNSUPPORTED, "statearr5.mod:4:", "METHOD euler on DERIVATIVE d with array states is not supported");
     /* arrays in reactions: FROM loops unrolled, COMPARTMENT i, size(i) */
     c = emit("NEURON { SUFFIX kar }\nDEFINE N 3\nPARAMETER { d = 2 }\nSTATE { c[N] }\nBREAKPOINT { SOLVE k METHOD sparse }\n"
              "KINETIC k {\n  COMPARTMENT i, d*(i + 1) {c}\n  FROM i = 0 TO N - 2 {\n    ~ c[i] <-> c[i + 1] (1, 2)\n  }\n}\n",
@@ -909,6 +924,15 @@ int main(void) {
     bad("kar3.mod", "NEURON { SUFFIX x }\nPARAMETER { n = 2 }\nSTATE { a b }\nKINETIC k {\n  LOCAL j\n  j = 0\n"
         "  WHILE (j < n) {\n    ~ a <-> b (1, 2)\n    j = j + 1\n  }\n}\n", NS_ERR_UNSUPPORTED, "kar3.mod:7:",
         "reactions in a WHILE loop of a KINETIC block: CoreNEURON's NMODL counts them once");
+    bad("linadd1.mod", "NEURON { SUFFIX x }\nSTATE { a }\nBREAKPOINT { SOLVE q }\nNONLINEAR q {\n  ~+ a = 1\n}\n",
+        NS_ERR_PARSE, "linadd1.mod:5:", "NONLINEAR q: '~+' adds terms to the previous equation: there is none");
+    /* a LOCAL inside an unrolled FROM loop is declared around it (test/kfloc.mod): names that would merge refused */
+    bad("kloc1.mod", "NEURON { SUFFIX x }\nSTATE { c[2] }\nKINETIC k {\n  LOCAL r\n  r = 1\n  FROM i = 0 TO 0 {\n"
+        "    LOCAL r\n    r = 2\n    ~ c[i] <-> c[i + 1] (r, r)\n  }\n}\n", NS_ERR_UNSUPPORTED, "kloc1.mod:6:",
+        "LOCAL 'r' of a FROM loop in a KINETIC block has the name of a LOCAL around the loop");
+    bad("kloc2.mod", "NEURON { SUFFIX x }\nPARAMETER { r = 1 }\nSTATE { c[2] }\nKINETIC k {\n  FROM i = 0 TO 0 {\n"
+        "    LOCAL r\n    r = 2\n    ~ c[i] <-> c[i + 1] (r, r)\n  }\n}\n", NS_ERR_UNSUPPORTED, "kloc2.mod:5:",
+        "LOCAL 'r' of a FROM loop in a KINETIC block has the name of a variable of the mechanism");
     bad("kar3.mod", "NEURON { SUFFIX x }\nSTATE { c[2] b }\nKINETIC k {\n  ~ c <-> b (1, 2)\n}\n",
         NS_ERR_INVALID_ARGUMENT, "kar3.mod:4:", "'c' is an array");
     bad("by.mod", "NEURON { SUFFIX x }\nBREAKPOINT {\n  FROM i = 0 TO 3 BY 0.5 { }\n}\n", NS_ERR_PARSE, "by.mod:3:",

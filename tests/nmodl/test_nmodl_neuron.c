@@ -123,6 +123,9 @@ static const tcase CASES[] = {
     /* a FROM loop whose bound is a PARAMETER in a KINETIC block (test/kloop.mod: hh's n gate as a five-state
      * chain, its rates computed in the loop) with hh's sodium and leak: o, the open state */
     {"kloop", 6.3, -65, 50, {"hh", "kloop"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
+    /* LOCALs declared inside FROM loops with constant bounds in a KINETIC block, one loop nested (test/kfloc.mod:
+     * kloop's chain, its rates in the loops' LOCALs) with hh's sodium and leak: o, the open state */
+    {"kfloc", 6.3, -65, 50, {"hh", "kfloc"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
     /* FUNCTION_TABLE: our test/ftab.mod, the tables of ftab_tables() (validation/nmodl_neuron_traces.py's) */
     {"ftab", 6.3, -65, 40, {"pas", "ftab"}, {{0}}, {{5, 20, 0.3}}, {{0, 0}}, 0, 0, 0, 0, "ninf"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
@@ -137,6 +140,12 @@ static const tcase CASES[] = {
     {"dinit", 6.3, -65, 40, {"pas", "dinit"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "m"},
     /* SOLVE of a NONLINEAR block directly in BREAKPOINT: in state(), as nocmodl's nrn_state (test/nonlinbp.mod) */
     {"nonlinbp", 6.3, -65, 40, {"pas", "nonlinbp"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "xs"},
+    /* array STATEs in a DERIVATIVE block, x'[j] in FROM loops: by cnexp (test/arrcn.mod), by derivimplicit
+     * with equations not linear in them (test/arrdi.mod); o, the last element */
+    {"arrcn", 6.3, -65, 40, {"pas", "arrcn"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
+    {"arrdi", 6.3, -65, 40, {"pas", "arrdi"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
+    /* '~+' (terms added to the previous equation) in NONLINEAR and LINEAR blocks (test/linadd.mod) */
+    {"linadd", 6.3, -65, 40, {"pas", "linadd"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "zs"},
 };
 
 /* test/ftab.mod's tables, as validation/nmodl_neuron_traces.py's ftab_tables() makes them: ninf over
@@ -339,7 +348,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 56);
+    CHECK(n_mech == 60);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -526,7 +535,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 29);
+    CHECK(ns_mech_library_count(libs[2]) == 33);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     CHECK(ns_mech_library_count(libs[5]) == 4);
