@@ -503,6 +503,19 @@ static void put_proto(dx *d, const block *bl, const char *suffix) {
 /* a FUNCTION's or PROCEDURE's dual twin; with a TABLE, the exact one and the
  * lookup (nmodl_gen.c's emit_callable: the same arithmetic on the values) */
 static int dcallable(dx *d, const block *bl) {
+    if (bl->ftable) { /* FUNCTION_TABLE: the lookup and its slopes (nsm_ftable_grad) */
+        put_proto(d, bl, "");
+        P(" {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n    const double a_[%d] = {", bl->n_args);
+        for (int k = 0; k < bl->n_args; k++) P("%sA_%s.v", k ? ", " : "", bl->args[k]);
+        P("};\n    double g_[%d];\n    const ns_mech_ftable *t_ = p->ftable ? &p->ftable[%d] : (const ns_mech_ftable *)0;\n",
+          bl->n_args, bl->ftable - 1);
+        P("    nsm_ftable_grad(t_, %d, a_, g_);\n    nsd_%s r_ = nsd_%s_c(nsm_ftable(t_, %d, a_));\n", bl->n_args, d->M,
+          d->M, bl->n_args);
+        P("    for (int j_ = 0; j_ < NSD_%s_K; ++j_) r_.d[j_] = ", d->M);
+        for (int k = 0; k < bl->n_args; k++) P("%sg_[%d] * A_%s.d[j_]", k ? " + " : "", k, bl->args[k]);
+        P(";\n    return r_;\n}\n\n");
+        return 0;
+    }
     const int tab = bl->table != NULL;
     put_proto(d, bl, tab ? "_exact" : "");
     P(" {\n    (void)p; (void)i_; (void)node_; (void)v_; (void)G_;\n");

@@ -113,7 +113,7 @@ void nm_emit_desc(gen *g, const char *why) {
         n, n, n);
     for (int h = 0; h < NS_MECH_N_HOOKS && !nm_cuda_host_only(m); h++)
         if (nm_hook_on_device(m, h)) nm_put(g->b, "int nsm_%s_cuda_hook%d(const ns_mech_ppack *, void *);\n", n, h);
-    for (int k = 0; k < 3 && !why && !m->point && !nm_cuda_host_only(m); k++)
+    for (int k = 0; k < 3 && !why && !m->point && !nm_cuda_host_only(m) && !nm_recursive(m); k++)
         nm_put(g->b, "int nsm_%s_cuda_vjp_%s(const ns_mech_ppack *, const double *, double *, double *, double *, void *);\n",
             n, k == 0 ? "init" : k == 1 ? "current" : "state");
     /* self events, net_event, WATCH, artificial cells, VERBATIM and the hooks
@@ -200,7 +200,7 @@ void nm_emit_desc(gen *g, const char *why) {
     if (!why) nm_put(g->b, "    NSD_%s_VJPN_CI,\n", n);
     else nm_put(g->b, "    NULL, NULL, NULL,\n");
     /* ABI 10: a density mechanism's products on the device (nm_emit_cuda) */
-    if (!why && !m->point && !host_only)
+    if (!why && !m->point && !host_only && !nm_recursive(m))
         nm_put(g->b, "#ifdef NS_MECH_WITH_CUDA\n    nsm_%s_cuda_vjp_init, nsm_%s_cuda_vjp_current, nsm_%s_cuda_vjp_state\n"
                   "#else\n    NULL, NULL, NULL\n#endif\n};\n", n, n, n);
     else nm_put(g->b, "    NULL, NULL, NULL\n};\n");
@@ -221,7 +221,7 @@ void nm_emit_cuda(gen *g) {
                   "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                   "    if (i < pp.n) nsm_%s_%s_one(&pp, i, pp.node_index ? pp.node_index[i] : pp.node_begin + i);\n}\n"
                   "extern \"C\" int nsm_%s_cuda_%s(const ns_mech_ppack *p, void *stream) {\n"
-                  "    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+                  "    if (p->n <= 0) return 0;\n    NSM_STACK_CHECK();\n    const int threads = 128;\n"
                   "    nsm_%s_k_%s<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);\n"
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, what[k], n, what[k], n, what[k], n, what[k]);
@@ -234,7 +234,7 @@ void nm_emit_cuda(gen *g) {
                   "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                   "    if (i < pp.n) nsm_%s_hook%d_one(&pp, i, pp.node_index ? pp.node_index[i] : pp.node_begin + i);\n}\n"
                   "extern \"C\" int nsm_%s_cuda_hook%d(const ns_mech_ppack *p, void *stream) {\n"
-                  "    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+                  "    if (p->n <= 0) return 0;\n    NSM_STACK_CHECK();\n    const int threads = 128;\n"
                   "    nsm_%s_k_hook%d<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);\n"
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, h, n, h, n, h, n, h);
@@ -313,7 +313,7 @@ void nm_emit_cuda(gen *g) {
                   "        }\n    }\n}\n"
                   "extern \"C\" int nsm_%s_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, "
                   "const int64_t *range, int64_t max, void *stream) {\n"
-                  "    (void)max;\n    if (p->n <= 0) return 0;\n    const int threads = 128;\n"
+                  "    (void)max;\n    if (p->n <= 0) return 0;\n    NSM_STACK_CHECK();\n    const int threads = 128;\n"
                   "    nsm_%s_k_net_receive<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             nw, g->m->name, nw, nw, g->m->name, g->m->name, g->m->name);
@@ -337,15 +337,16 @@ void nm_emit_cuda(gen *g) {
                   "        }\n    }\n}\n"
                   "extern \"C\" int nsm_%s_cuda_%s(const ns_mech_ppack *p, const ns_mech_event *events, "
                   "const int64_t *range, int64_t max, void *stream) {\n"
-                  "    if (max <= 0) return 0;\n    const int threads = 128;\n"
+                  "    if (max <= 0) return 0;\n    NSM_STACK_CHECK();\n    const int threads = 128;\n"
                   "    const int64_t want = (max + threads - 1) / threads;\n"
                   "    const unsigned blocks = (unsigned)(want < 1024 ? want : 1024);\n"
                   "    nsm_%s_k_%s<<<blocks, threads, 0, (cudaStream_t)stream>>>(*p, events, range);\n"
                   "    return cudaGetLastError() == cudaSuccess ? 0 : -1;\n}\n\n",
             n, fn, g->m->n_net_args, n, fn, k ? "" : ", 0.0", n, fn, n, fn);
     }
-    /* ABI 10: a density mechanism's products on the device (nmodl_diff.c; none where the C has none) */
-    if (g->m->point) return;
+    /* ABI 10: a density mechanism's products on the device (nmodl_diff.c; none where the C has none, nor
+     * with recursion: nm_recursive) */
+    if (g->m->point || nm_recursive(g->m)) return;
     char why[400];
     if (nm_diff_emit(g, why, sizeof why, 1) < 0) g->status = ns_fail(NS_ERR_OUT_OF_MEMORY, "out of memory generating %s", n);
 }

@@ -87,6 +87,18 @@ static void emit_prelude(gen *g) {
            "    return pow(a, b);\n}\n#endif\n#define pow(a, b) nsd_pow_const_(a, b)\n#endif\n");
     nm_put(b, "#ifndef NSM_EXPRELR\n#define NSM_EXPRELR\n/* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */\n"
            "NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }\n#endif\n");
+    /* each CUDA launch's first statement: nothing, or (recursion) the stack raised first */
+    nm_put(b, "#ifndef NSM_STACK_CHECK\n#define NSM_STACK_CHECK() ((void)0)\n#endif\n");
+    if (nm_recursive(m))
+        nm_put(b, "#if defined(__CUDACC__) && !defined(NSM_RECURSION)\n"
+               "/* recursive FUNCTIONs or PROCEDUREs: nvcc cannot size a kernel's stack, so each launch first raises\n"
+               " * the device's stack per thread to NSM_RECURSION bytes (docs/mechanisms.md, PROCEDURE) */\n"
+               "#define NSM_RECURSION 16384\n"
+               "static __attribute__((unused)) int nsm_stack_ok(void) {\n    size_t s = 0;\n"
+               "    if (cudaDeviceGetLimit(&s, cudaLimitStackSize) != cudaSuccess) return 0;\n"
+               "    return s >= NSM_RECURSION || cudaDeviceSetLimit(cudaLimitStackSize, NSM_RECURSION) == cudaSuccess;\n}\n"
+               "#undef NSM_STACK_CHECK\n#define NSM_STACK_CHECK() \\\n    do {                     \\\n"
+               "        if (!nsm_stack_ok()) return -1; \\\n    } while (0)\n#endif\n");
     if (m->n_ftables) /* NEURON's hoc_func_table (functabl.cpp), for FUNCTION_TABLEs */
         nm_put(b, "#ifndef NSM_FTABLE\n#define NSM_FTABLE\n"
                "NS_MECH_FN int nsm_ftable_at(const ns_mech_ftable *t, int k, double x, double *frac) {\n"
@@ -111,7 +123,25 @@ static void emit_prelude(gen *g) {
                "        if (!(f[0] > 0.0)) return y1;\n"
                "        const double y2 = nsm_ftable_inter(f[1], t->values, j + t->size[1]);\n"
                "        return (1.0 - f[0]) * y1 + f[0] * y2;\n    }\n"
-               "    return t->values[j];\n}\n#endif\n");
+               "    return t->values[j];\n}\n"
+               /* the derivative code's (nmodl_diff.c): the interpolation's slopes */
+               "/* nsm_ftable's partial derivatives in its arguments: the interpolation's slopes inside the table (at\n"
+               " * an abscissa the next interval's), 0 outside it (the end's value) and beyond two arguments */\n"
+               "NS_MECH_FN void nsm_ftable_grad(const ns_mech_ftable *t, int n, const double *a, double *g) {\n"
+               "    for (int k = 0; k < n; ++k) g[k] = 0.0;\n    if (!t || !t->values || n > 2) return;\n"
+               "    double f[2] = {0.0, 0.0}, w[2] = {0.0, 0.0};\n    int j[2] = {0, 0};\n"
+               "    for (int k = 0; k < n; ++k) {\n        const int m = t->size[k];\n"
+               "        j[k] = nsm_ftable_at(t, k, a[k], &f[k]);\n"
+               "        const int in = t->x[k] ? a[k] > t->x[k][0] && a[k] < t->x[k][m - 1] : a[k] > t->lo[k] && a[k] < t->hi[k];\n"
+               "        if (in && j[k] < m - 1)\n"
+               "            w[k] = t->x[k] ? t->x[k][j[k] + 1] - t->x[k][j[k]] : (t->hi[k] - t->lo[k]) / (double)(m - 1);\n    }\n"
+               "    const double *v = t->values;\n"
+               "    if (n == 1) {\n        if (w[0] > 0.0) g[0] = (v[j[0] + 1] - v[j[0]]) / w[0];\n        return;\n    }\n"
+               "    const int s = t->size[1], q = j[0] * s + j[1];\n"
+               "    if (w[0] > 0.0) g[0] = (nsm_ftable_inter(f[1], v, q + s) - nsm_ftable_inter(f[1], v, q)) / w[0];\n"
+               "    if (w[1] > 0.0)\n"
+               "        g[1] = ((1.0 - f[0]) * (v[q + 1] - v[q]) + (w[0] > 0.0 ? f[0] * (v[q + s + 1] - v[q + s]) : 0.0)) / w[1];\n"
+               "}\n#endif\n");
     if (m->random_field >= 0 || m->verbatim) nm_put(b, "%s", nm_random_runtime());
     if (m->verbatim) nm_put(b, "%s", nm_verbatim_runtime());
     nm_put(b, "#undef NSM_ION\n#define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)\n");

@@ -293,6 +293,16 @@ static inline int nm_cuda_host_only(const struct ns_nmodl *m) {
     return (m->events & (unsigned)NS_MECH_EV_NETCONS) || m->verbatim_gpu_why[0] || m->n_ldifus || m->lazy_tables;
 }
 
+/* a FUNCTION or PROCEDURE on a cycle of calls (block.recursive): on the GPU its kernels' stack is
+ * raised (NSM_RECURSION in the generated header) and it has no device products (ABI 10), whose dual
+ * twins' frames, tens of times the value's, would need a stack per thread far above any sensible
+ * limit (docs/gradients.md, "On the GPU") */
+static inline int nm_recursive(const struct ns_nmodl *m) {
+    for (int i = 0; i < m->n_blocks; i++)
+        if (m->blocks[i]->recursive) return 1;
+    return 0;
+}
+
 static inline int nm_fused_member(const struct ns_nmodl *m) {
     return !m->point && !nm_cuda_host_only(m) && m->n_pointers == 0 && !m->verbatim && !nm_hooks(m);
 }

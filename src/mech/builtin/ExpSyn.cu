@@ -8,6 +8,7 @@ __global__ void nsm_ExpSyn_k_init(ns_mech_ppack pp) {
 }
 extern "C" int nsm_ExpSyn_cuda_init(const ns_mech_ppack *p, void *stream) {
     if (p->n <= 0) return 0;
+    NSM_STACK_CHECK();
     const int threads = 128;
     nsm_ExpSyn_k_init<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
@@ -19,6 +20,7 @@ __global__ void nsm_ExpSyn_k_current(ns_mech_ppack pp) {
 }
 extern "C" int nsm_ExpSyn_cuda_current(const ns_mech_ppack *p, void *stream) {
     if (p->n <= 0) return 0;
+    NSM_STACK_CHECK();
     const int threads = 128;
     nsm_ExpSyn_k_current<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
@@ -30,6 +32,7 @@ __global__ void nsm_ExpSyn_k_state(ns_mech_ppack pp) {
 }
 extern "C" int nsm_ExpSyn_cuda_state(const ns_mech_ppack *p, void *stream) {
     if (p->n <= 0) return 0;
+    NSM_STACK_CHECK();
     const int threads = 128;
     nsm_ExpSyn_k_state<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
@@ -52,6 +55,7 @@ __global__ void nsm_ExpSyn_k_net_receive(ns_mech_ppack pp, const ns_mech_event *
 }
 extern "C" int nsm_ExpSyn_cuda_net_receive(const ns_mech_ppack *p, const ns_mech_event *events, const int64_t *range, int64_t max, void *stream) {
     if (max <= 0) return 0;
+    NSM_STACK_CHECK();
     const int threads = 128;
     const int64_t want = (max + threads - 1) / threads;
     const unsigned blocks = (unsigned)(want < 1024 ? want : 1024);

@@ -66,6 +66,9 @@ __attribute__((const, noinline, unused)) static double nsd_pow_const_(double a, 
 /* Arbor's exprelr: x / (exp(x) - 1), 1 where 1 + x == 1 */
 NS_MECH_FN double nsm_exprelr(double x) { return (1.0 + x == 1.0) ? 1.0 : x / expm1(x); }
 #endif
+#ifndef NSM_STACK_CHECK
+#define NSM_STACK_CHECK() ((void)0)
+#endif
 #undef NSM_ION
 #define NSM_ION(j) (p->node_index && p->ion[j].index ? p->ion[j].index[i_] : node_)
 #undef NSM_ADD

@@ -8,6 +8,7 @@ __global__ void nsm_pas_k_init(ns_mech_ppack pp) {
 }
 extern "C" int nsm_pas_cuda_init(const ns_mech_ppack *p, void *stream) {
     if (p->n <= 0) return 0;
+    NSM_STACK_CHECK();
     const int threads = 128;
     nsm_pas_k_init<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
@@ -19,6 +20,7 @@ __global__ void nsm_pas_k_current(ns_mech_ppack pp) {
 }
 extern "C" int nsm_pas_cuda_current(const ns_mech_ppack *p, void *stream) {
     if (p->n <= 0) return 0;
+    NSM_STACK_CHECK();
     const int threads = 128;
     nsm_pas_k_current<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
@@ -30,6 +32,7 @@ __global__ void nsm_pas_k_state(ns_mech_ppack pp) {
 }
 extern "C" int nsm_pas_cuda_state(const ns_mech_ppack *p, void *stream) {
     if (p->n <= 0) return 0;
+    NSM_STACK_CHECK();
     const int threads = 128;
     nsm_pas_k_state<<<(p->n + threads - 1) / threads, threads, 0, (cudaStream_t)stream>>>(*p);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
