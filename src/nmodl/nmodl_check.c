@@ -275,6 +275,11 @@ static int check_solve(parser *p, st *s, block *owner) {
     if (b->kind == B_KINETIC && s->method != M_SPARSE)
         return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse, euler or runge",
                     s->name);
+    if (b->kind == B_DERIVATIVE && s->method == M_SPARSE && b->rerun && outside) /* a KINETIC block, lowered */
+        return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s METHOD sparse: BREAKPOINT solves the KINETIC block by "
+                       "%s, and nocmodl writes it in that form only, which its sparse call would misread: use METHOD "
+                       "%s here", s->name, method_name[nm_solve_method(p->m->breakpoint, b->name)],
+                       method_name[nm_solve_method(p->m->breakpoint, b->name)]);
     if (b->kind == B_DERIVATIVE && s->method == M_SPARSE)
         return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
     {

@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 71); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 72); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -478,6 +478,11 @@ int main(void) {
         const char *in = strstr(c, "void nsm_ki_init_F("), *call = in ? strstr(in, "nsm_ki_d_k(p, ") : NULL;
         CHECK(in && call && call < strstr(in, "\n}\n"));
     }
+    /* ... where BREAKPOINT's is euler: nocmodl writes the block's derivative form only, and its sparse call in
+     * INITIAL would read that as a matrix */
+    bad("kmix.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL {\n SOLVE k METHOD sparse\n}\n"
+        "BREAKPOINT { SOLVE k METHOD euler }\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n", NS_ERR_UNSUPPORTED, "kmix.mod:4:",
+        "BREAKPOINT solves the KINETIC block by euler");
     bad("kcall.mod", "NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nSTATE { a b }\nBREAKPOINT {\n y = k()\n}\n"
         "KINETIC k {\n  ~ a <-> b (1, 2)\n}\n", NS_ERR_PARSE, "kcall.mod:5:", "KINETIC k called as a function");
     /* a first-order scheme: one Newton step (nocmodl's _linmat 1), CONSERVE replacing the row of its last

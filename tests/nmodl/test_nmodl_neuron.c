@@ -323,7 +323,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 64);
+    CHECK(n_mech == 65);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -510,7 +510,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 37);
+    CHECK(ns_mech_library_count(libs[2]) == 38);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     CHECK(ns_mech_library_count(libs[5]) == 4);
