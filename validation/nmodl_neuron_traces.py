@@ -185,6 +185,15 @@ CASES = {
     "arrdi": (6.3, -65, 40, {"pas": {}, "arrdi": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
     # '~+' (terms added to the previous equation) in NONLINEAR and LINEAR blocks (test/linadd.mod)
     "linadd": (6.3, -65, 40, {"pas": {}, "linadd": {}}, [(5, 20, 0.1)], [], None, {}, False, "zs"),
+    # equations inside an if and in loops in NONLINEAR and LINEAR blocks (test/linif.mod); a KINETIC block
+    # SOLVEd by sparse in INITIAL and in a PROCEDURE (test/kinit.mod); a KINETIC scheme of array STATEs by
+    # euler and runge (test/karreu.mod, karrrk.mod: their current)
+    "linif": (6.3, -65, 40, {"pas": {}, "linif": {}}, [(5, 20, 0.1)], [], None, {}, False, "zs"),
+    "kinit": (6.3, -65, 40, {"pas": {}, "kinit": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    # ... in BEFORE STEP and BREAKPOINT (test/kbstep.mod: tests/sim/test_sim_nmodl_neuron.c, the simulation's hooks)
+    "kbstep": (6.3, -65, 40, {"pas": {}, "kbstep": {}}, [(5, 20, 0.1)], [], None, {}, False, "o"),
+    "karreu": (6.3, -65, 40, {"pas": {}, "karreu": {}}, [(5, 20, 0.1)], [], None, {}, False, "i"),
+    "karrrk": (6.3, -65, 40, {"pas": {}, "karrrk": {}}, [(5, 20, 0.1)], [], None, {}, False, "i"),
 }
 
 
@@ -338,7 +347,9 @@ def main():
                                                                  "usetab.mod", "brkzero.mod", "solveif.mod",
                                                                  "einit.mod", "recur.mod", "vbkin.mod", "kloop.mod",
                                                                  "kfloc.mod", "cadn.mod", "dinit.mod",
-                                                                 "nonlinbp.mod", "linadd.mod")] +
+                                                                 "nonlinbp.mod", "linadd.mod", "linif.mod",
+                                                                 "kinit.mod", "kbstep.mod", "karreu.mod",
+                                                                 "karrrk.mod")] +
                     [os.path.join(TWINS, f) for f in ("arrcn.mod", "arrdi.mod")] +
                     [os.path.join(VERBATIM, f) for f in ("vbchan.mod", "vbmacro.h", "vbrand.mod", "vbstore.mod",
                                                                      "tablazy.mod")] +

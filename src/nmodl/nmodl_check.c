@@ -275,6 +275,11 @@ static int check_solve(parser *p, st *s, block *owner) {
     if (b->kind == B_KINETIC && s->method != M_SPARSE)
         return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s: a KINETIC block needs METHOD sparse, euler or runge",
                     s->name);
+    if (b->kind == B_DERIVATIVE && s->method == M_SPARSE && b->rerun && outside) /* a KINETIC block, lowered */
+        return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "SOLVE %s METHOD sparse: BREAKPOINT solves the KINETIC block by "
+                       "%s, and nocmodl writes it in that form only, which its sparse call would misread: use METHOD "
+                       "%s here", s->name, method_name[nm_solve_method(p->m->breakpoint, b->name)],
+                       method_name[nm_solve_method(p->m->breakpoint, b->name)]);
     if (b->kind == B_DERIVATIVE && s->method == M_SPARSE)
         return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: METHOD sparse needs a KINETIC block", s->name);
     {
@@ -284,10 +289,9 @@ static int check_solve(parser *p, st *s, block *owner) {
                         "SOLVE %s STEADYSTATE: only in INITIAL, a PROCEDURE or a FUNCTION", s->name);
         if (b->kind == B_DERIVATIVE && outside) {
             if (solve_deriv_here(p, s, b)) return -1;
-        } else if (b->kind == B_KINETIC && !s->steady && outside)
-            return nm_perr(p, NS_ERR_UNSUPPORTED, s->line,
-                        "SOLVE %s outside BREAKPOINT: a KINETIC block only by STEADYSTATE sparse there (a step "
-                        "of dt is not supported yet)", s->name);
+        } else if (b->kind == B_KINETIC && !s->steady && outside) {
+            s->here = 1; /* nocmodl's sparse_thread there: one implicit step of dt, as BREAKPOINT's */
+        }
     }
     if (b->kind == B_FUNCTION || (b->kind == B_PROCEDURE && (s->method != M_NONE || b->n_args)))
         return nm_perr(p, NS_ERR_PARSE, s->line, "SOLVE %s: not a DERIVATIVE block", s->name);
@@ -394,9 +398,7 @@ static int check_list(parser *p, stlist *l, block *owner, char ***scope, int *n_
         case ST_LDIFUS:
         case ST_COMPARTMENT: /* lowered before the checks (nm_kinetic_lower) */
             return nm_perr(p, NS_ERR_PARSE, s->line, "a KINETIC statement outside a KINETIC block");
-        case ST_EQUATION: /* top level of a LINEAR or NONLINEAR block (nm_parse_statement) */
-            if (l != owner->body)
-                return nm_perr(p, NS_ERR_UNSUPPORTED, s->line, "an equation ('~') inside an if or a loop is not supported");
+        case ST_EQUATION: /* in a LINEAR or NONLINEAR block (nm_parse_statement) */
             if (check_ex(p, s->e, *scope, *n_scope, s->line) || check_ex(p, s->e2, *scope, *n_scope, s->line)) return -1;
             break;
         case ST_SOLVE:
@@ -502,20 +504,30 @@ static int states_in(parser *p, block *b, const ex *e) {
         if (states_in(p, b, e->args[k])) return -1;
     return states_in(p, b, e->a) || states_in(p, b, e->b);
 }
-/* LINEAR / NONLINEAR: the unknowns (SOLVEFOR's, else the STATEs of the equations), as many as equations */
+/* the equations of l and the lists inside it, in the text's order: their count into *n_eq (a '~+'
+ * adds to the one before), their STATEs into b's unknowns unless solvefor */
+static int alg_equations(parser *p, block *b, const stlist *l, int solvefor, int *n_eq) {
+    for (int i = 0; l && i < l->n; i++) {
+        const st *s = l->s[i];
+        if (s->kind != ST_EQUATION) {
+            if (alg_equations(p, b, s->then_, solvefor, n_eq) || alg_equations(p, b, s->else_, solvefor, n_eq))
+                return -1;
+            continue;
+        }
+        if (s->react == '+' && *n_eq == 0) /* nocmodl: "no previous equation for adding terms" */
+            return nm_perr(p, NS_ERR_PARSE, s->line, "%s %s: '~+' adds terms to the previous equation: there is none",
+                           b->alg == 'L' ? "LINEAR" : "NONLINEAR", b->name);
+        *n_eq += s->react != '+';
+        if (!solvefor && (states_in(p, b, s->e) || states_in(p, b, s->e2))) return -1;
+    }
+    return 0;
+}
+/* LINEAR / NONLINEAR: the unknowns (SOLVEFOR's, else the STATEs of the equations), as many as equations
+ * as written (nocmodl's count where no STATE is an array; the rows are numbered as the block runs) */
 static int alg_unknowns(parser *p, block *b) {
     const char *what = b->alg == 'L' ? "LINEAR" : "NONLINEAR";
     int n_eq = 0;
-    const int solvefor = b->n_unknowns > 0;
-    for (int i = 0; i < b->body->n; i++) {
-        const st *s = b->body->s[i];
-        if (s->kind != ST_EQUATION) continue;
-        if (s->react == '+' && n_eq == 0) /* nocmodl: "no previous equation for adding terms" */
-            return nm_perr(p, NS_ERR_PARSE, s->line, "%s %s: '~+' adds terms to the previous equation: there is none",
-                           what, b->name);
-        n_eq += s->react != '+';
-        if (!solvefor && (states_in(p, b, s->e) || states_in(p, b, s->e2))) return -1;
-    }
+    if (alg_equations(p, b, b->body, b->n_unknowns > 0, &n_eq)) return -1;
     for (int k = 0; k < b->n_unknowns; k++) {
         const var *v = nm_var(p->m, b->unknowns[k]);
         if (!v || v->cls != V_STATE)

@@ -33,8 +33,7 @@ typedef struct gen {
     int staged;       /* cnexp equations as their first stage: *a<k>_ and *t<k>_ (cnexp_staged) */
     int ev_ctx;       /* the block being written for the event calls (NM_EV_*): W_ is the weight vector in NET_RECEIVE */
     int t_ofs;        /* t is p->t + tofs_ (runge's stages) */
-    const block *alg; /* the LINEAR or NONLINEAR block being written: its ST_EQUATIONs are rows eq_row, ... */
-    int eq_row;
+    const block *alg; /* the LINEAR or NONLINEAR block being written (its ST_EQUATIONs: emit_equation) */
     int top;          /* writing VERBATIM C outside the blocks (no ppack in scope) */
     int ctor;         /* writing the CONSTRUCTOR (its C's ifarg and getarg: the constructor's arguments) */
     int call_stmt;    /* the EX_CALL being written is a statement (a PROCEDURE called as a value is 0.0) */

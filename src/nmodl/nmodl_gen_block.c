@@ -398,7 +398,7 @@ int nm_emit_kinetic(gen *g, const block *bl) {
     return 0;
 }
 
-/* LINEAR: the rows (emit_equation), then Gaussian elimination with partial pivoting (NEURON's
+/* LINEAR: the rows (emit_equation, numbered as the block runs), then Gaussian elimination with partial pivoting (NEURON's
  * simeq), the unknowns set to the solution. NONLINEAR: nsm_NAME_nl_BLOCK writes the residuals,
  * and the procedure is scopmath's newton as NEURON runs it: the Jacobian by central differences
  * (steps max(|0.02 x|, 1e-6)) rebuilt while the largest relative change exceeds 0.05, stop when
@@ -410,9 +410,9 @@ static int emit_alg(gen *g, const block *bl) {
     g->owner = bl;
     g->n_scope = 0;
     g->alg = bl;
-    g->eq_row = 0;
     if (bl->alg == 'N') {
         open_fn(g, "nl", bl, "", ", double *f_", 1);
+        nm_put(b, "    enum { N_ = %d };\n    int e_ = -1; /* the equation's row (emit_equation) */\n", n);
         const int r = nm_emit_list(g, bl->body, 4);
         g->alg = NULL;
         if (r) return -1;
@@ -424,7 +424,8 @@ static int emit_alg(gen *g, const block *bl) {
     for (int k = 0; k < n; k++) nm_put(b, "%sF%d_", k ? ", " : "", nm_find_var(g->m, bl->unknowns[k])->field);
     nm_put(b, "};\n");
     if (bl->alg == 'L') {
-        nm_put(b, "    double J_[N_][N_] = {{0.0}}, r_[N_] = {0.0};\n");
+        nm_put(b, "    double J_[N_ + 1][N_] = {{0.0}}, r_[N_ + 1] = {0.0}; /* row N_: past the unknowns */\n"
+               "    int e_ = -1; /* the equation's row (emit_equation) */\n");
         nm_put_arrays(g, 4);
         const int r = nm_emit_list(g, bl->body, 4);
         g->alg = NULL;
@@ -433,7 +434,8 @@ static int emit_alg(gen *g, const block *bl) {
         put_gauss(b);
         nm_put(b, "    }\n    for (int k = 0; k < N_; ++k) *x_[k] = r_[k];\n}\n\n");
     } else {
-        nm_put(b, "    double value_[N_], hi_[N_], lo_[N_], J_[N_][N_], dx_[N_], change_ = 1.0;\n    int perm_[N_];\n");
+        nm_put(b, "    double value_[N_ + 1] = {0.0}, hi_[N_ + 1] = {0.0}, lo_[N_ + 1] = {0.0}, J_[N_][N_], dx_[N_], "
+               "change_ = 1.0;\n    int perm_[N_];\n");
         nm_put(b, "    for (int count_ = 1; count_ <= 50; ++count_) {\n        if (change_ > 0.05) {\n"
                "            for (int j = 0; j < N_; ++j) {\n"
                "                const double inc_ = fmax(fabs(0.02 * *x_[j]), 1e-6);\n"

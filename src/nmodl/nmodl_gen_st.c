@@ -108,17 +108,22 @@ static void emit_cnexp_target(gen *g, const ex *a, const ex *c) {
 
 /* ~ e = e2 of the LINEAR or NONLINEAR block g->alg: NONLINEAR's residual f_[r] = e - e2 (scopmath's
  * newton solves f = 0); LINEAR's row r of J_ x = r_: J_[r][c] = d(e - e2)/d x_c, which must not
- * depend on an unknown, and r_[r] = -(e - e2) at x = 0 (nocmodl's coefficients, by differentiation) */
+ * depend on an unknown, and r_[r] = -(e - e2) at x = 0 (nocmodl's coefficients, by differentiation).
+ * The row is numbered when the block runs, as nocmodl's _counte: each '~' the next (e_), '~+' the
+ * same; an equation inside an if or a loop counts where it runs. Rows past the unknowns (a loop run
+ * more often than its equations were counted, '~+' before any '~') go to row N_, which nothing reads:
+ * where nocmodl's C writes past its arrays, the system here stays short of rows, singular. */
 static int emit_equation(gen *g, const st *s, int indent) {
     buf *b = g->b;
     const block *bl = g->alg;
     const int add = s->react == '+'; /* ~+: the terms added to the previous equation's (nocmodl's _counte) */
-    const int r = add ? g->eq_row - 1 : g->eq_row++;
+    const char *r = add ? "e_ < 0 ? N_ : e_" : "e_";
     const char *op = add ? "+=" : "=";
+    if (!add) nm_put(b, "%*se_ = e_ < N_ ? e_ + 1 : N_;\n", indent, "");
     ex *f = nm_sym_bin('-', s->e, s->e2);
     if (!f) return nm_gfail(g, s->line, "out of memory");
     if (bl->alg == 'N') {
-        nm_put(b, "%*sf_[%d] %s ", indent, "", r, op);
+        nm_put(b, "%*sf_[%s] %s ", indent, "", r, op);
         nm_gen_ex(g, f);
         nm_put(b, ";\n");
         return 0;
@@ -132,12 +137,12 @@ static int emit_equation(gen *g, const st *s, int indent) {
         if (nonlinear)
             return nm_gfail(g, s->line, "LINEAR %s: the equation is not linear in %s (use NONLINEAR)", bl->name,
                          bl->unknowns[c]);
-        nm_put(b, "%*sJ_[%d][%d] %s ", indent, "", r, c, op);
+        nm_put(b, "%*sJ_[%s][%d] %s ", indent, "", r, c, op);
         nm_gen_ex(g, a);
         nm_put(b, ";\n");
         if (!(z = nm_sym_at_zero(z, bl->unknowns[c]))) return nm_gfail(g, s->line, "out of memory");
     }
-    nm_put(b, "%*sr_[%d] %s -(", indent, "", r, op);
+    nm_put(b, "%*sr_[%s] %s -(", indent, "", r, op);
     nm_gen_ex(g, z);
     nm_put(b, ");\n");
     return 0;

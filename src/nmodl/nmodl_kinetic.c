@@ -627,21 +627,22 @@ int nm_solve_method(const stlist *l, const char *name) {
     return M_NONE;
 }
 
+static const char *elem_of(lower *L, const var *v, int k, int line);
 /* `x' = kinF_r / size` per row at the end of the body: the derivative form of
- * nocmodl's kinetic_intmethod (the fluxes into each STATE over its COMPARTMENT size) */
+ * nocmodl's kinetic_intmethod (the fluxes into each STATE over its COMPARTMENT size);
+ * an array STATE's element x[k] as its scalar (m->elems, as a DERIVATIVE's, nm_deriv_arrays_lower) */
 static int derivatives(lower *L, stlist *body) {
     kinetic *k = L->k;
     char nm[64];
     for (int r = 0; r < k->n; r++) {
-        if (find_var(L->m, k->states[r])->size)
-            return lfail(L, NS_ERR_UNSUPPORTED, 0, "METHOD euler or runge on a KINETIC block with array states ('%s') is "
-                         "not supported (use sparse)", k->states[r]);
+        const var *v = find_var(L->m, k->states[r]);
+        const char *name = v->size ? elem_of(L, v, k->elem[r], 0) : adup(L, k->states[r]);
         st *s = nm_calloc(&L->m->arena, 1, sizeof *s);
         st **n = nm_realloc(&L->m->arena, body->s, (size_t)(body->n + 1) * sizeof *n);
         fname(nm, sizeof nm, r);
         ex *e = var_ex(L, nm);
         if (k->cap[r]) e = bin(L, '/', e, k->cap[r]);
-        if (!s || !n || !e || !(s->name = adup(L, k->states[r]))) return oom(L, 0);
+        if (!s || !n || !e || !(s->name = (char *)name)) return oom(L, 0);
         s->kind = ST_DERIV;
         s->e = e;
         body->s = n;

@@ -80,6 +80,43 @@ typedef struct tcase {
       {"pas", "e", -90}},                                                                                     \
      {{20, 200, 0.25}}, {{0}}, 50, -85, 0, 1}
 
+/* The solver-form cases: test_nmodl_neuron compares each with NEURON 9.0.2's trace, test_nmodl_gpu_forms
+ * runs each with the device's forms of the generated code against the host's C. Their files under
+ * data/mechanisms/test (NMODL_FORM_FILES(dir): the paths, space-separated) and cases, in one order: a form
+ * is added here once. recur.mod: recursive FUNCTIONs and PROCEDUREs (hh's n gate by recursion, a TABLE'd
+ * FUNCTION over it); vbkin.mod: VERBATIM C in a KINETIC block (its rates at each Newton step); kloop.mod: a
+ * FROM loop to a PARAMETER in a KINETIC block; kfloc.mod: LOCALs inside its FROM loops, one nested; hhdi.mod:
+ * derivimplicit as NEURON's Newton; cadn.mod: cnexp on an equation not linear in its state (run by
+ * derivimplicit, as nocmodl) and STEADYSTATE derivimplicit in INITIAL; dinit.mod: a DERIVATIVE that INITIAL
+ * and a PROCEDURE SOLVE by derivimplicit while BREAKPOINT's is cnexp; arrcn.mod, arrdi.mod: array STATEs in a
+ * DERIVATIVE block by cnexp and by derivimplicit; nonlinbp.mod: a NONLINEAR block SOLVEd in BREAKPOINT;
+ * linadd.mod: '~+' in NONLINEAR and LINEAR blocks; linif.mod: equations inside an if, a FROM and a WHILE
+ * loop in them; kinit.mod: a KINETIC block SOLVEd by sparse in INITIAL and a PROCEDURE; karreu.mod,
+ * karrrk.mod: a KINETIC scheme of array STATEs by euler and by runge. */
+#define NMODL_FORM_FILES(dir)                                                                                \
+    dir "/test/recur.mod " dir "/test/vbkin.mod " dir "/test/kloop.mod " dir "/test/kfloc.mod " dir          \
+        "/test/hhdi.mod " dir "/test/cadn.mod " dir "/test/dinit.mod " dir "/test/arrcn.mod " dir            \
+        "/test/arrdi.mod " dir "/test/nonlinbp.mod " dir "/test/linadd.mod " dir "/test/linif.mod " dir       \
+        "/test/kinit.mod " dir "/test/karreu.mod " dir "/test/karrrk.mod"
+#define NMODL_FORM_CASES                                                                                     \
+    {"recur", 6.3, -65, 50, {"hh", "recur"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ntau"}, \
+        {"vbkin", 20, -65, 50, {"hh", "vbkin"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "kf"}, \
+        {"kloop", 6.3, -65, 50, {"hh", "kloop"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"}, \
+        {"kfloc", 6.3, -65, 50, {"hh", "kfloc"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"}, \
+        {"hhdi", 6.3, -65, 50, {"hhdi"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},                         \
+        {"cadn", 34, -70, 200, {"pas", "cadn", "Ca_HVA", "SK_E2"},                                             \
+         {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}}, \
+         {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},                                                                \
+        {"dinit", 6.3, -65, 40, {"pas", "dinit"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "m"},           \
+        {"arrcn", 6.3, -65, 40, {"pas", "arrcn"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},           \
+        {"arrdi", 6.3, -65, 40, {"pas", "arrdi"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},           \
+        {"nonlinbp", 6.3, -65, 40, {"pas", "nonlinbp"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "xs"},    \
+        {"linadd", 6.3, -65, 40, {"pas", "linadd"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "zs"},        \
+        {"linif", 6.3, -65, 40, {"pas", "linif"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "zs"},          \
+        {"kinit", 6.3, -65, 40, {"pas", "kinit"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},           \
+        {"karreu", 6.3, -65, 40, {"pas", "karreu"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "i"},         \
+        {"karrrk", 6.3, -65, 40, {"pas", "karrrk"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "i"}
+
 static const ns_mech_desc *find(ns_mech_library_t *const *libs, int n_libs, const char *name) {
     for (int l = 0; l < n_libs; ++l)
         for (int k = 0; k < ns_mech_library_count(libs[l]); ++k)

@@ -311,7 +311,7 @@ int main(void) {
     all_files(MECH_DIR "/events");
     all_files(MECH_DIR "/hoc");
     all_files(NS_TEST_DATA "/nmodl_gpu");
-    CHECK(n_files == 67); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
+    CHECK(n_files == 72); /* neuron, bbp, test, kinetic, electrode, events, hoc, nmodl_gpu (verbatim: verbatim_emit) */
     units_constants();
     verbatim_emit();
     thread_safety();
@@ -471,8 +471,18 @@ int main(void) {
         "koutside.mod:4:", "outside a KINETIC block");
     bad("kss.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nBREAKPOINT {\n SOLVE k STEADYSTATE sparse\n}\nKINETIC k {\n"
         "  ~ a <-> b (1, 2)\n}\n", NS_ERR_UNSUPPORTED, "kss.mod:4:", "only in INITIAL");
-    bad("kinit.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL {\n SOLVE k METHOD sparse\n}\nKINETIC k {\n"
-        "  ~ a <-> b (1, 2)\n}\n", NS_ERR_UNSUPPORTED, "kinit.mod:4:", "STEADYSTATE sparse");
+    /* SOLVE k METHOD sparse in INITIAL: a step of dt there, BREAKPOINT's step function (test/kinit.mod) */
+    c = emit("NEURON { SUFFIX ki }\nSTATE { a b }\nINITIAL {\n SOLVE k METHOD sparse\n}\n"
+             "BREAKPOINT { SOLVE k METHOD sparse }\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n", NS_NMODL_HEADER);
+    {
+        const char *in = strstr(c, "void nsm_ki_init_F("), *call = in ? strstr(in, "nsm_ki_d_k(p, ") : NULL;
+        CHECK(in && call && call < strstr(in, "\n}\n"));
+    }
+    /* ... where BREAKPOINT's is euler: nocmodl writes the block's derivative form only, and its sparse call in
+     * INITIAL would read that as a matrix */
+    bad("kmix.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL {\n SOLVE k METHOD sparse\n}\n"
+        "BREAKPOINT { SOLVE k METHOD euler }\nKINETIC k {\n  ~ a <-> b (1, 2)\n}\n", NS_ERR_UNSUPPORTED, "kmix.mod:4:",
+        "BREAKPOINT solves the KINETIC block by euler");
     bad("kcall.mod", "NEURON { SUFFIX x RANGE y }\nASSIGNED { y }\nSTATE { a b }\nBREAKPOINT {\n y = k()\n}\n"
         "KINETIC k {\n  ~ a <-> b (1, 2)\n}\n", NS_ERR_PARSE, "kcall.mod:5:", "KINETIC k called as a function");
     /* a first-order scheme: one Newton step (nocmodl's _linmat 1), CONSERVE replacing the row of its last
@@ -706,8 +716,9 @@ int main(void) {
     /* LINEAR and NONLINEAR: the rows of a LINEAR block by differentiation; what is refused */
     c = emit("NEURON { SUFFIX lin }\nPARAMETER { k = 2 }\nSTATE { a b }\nINITIAL { SOLVE s }\n"
              "LINEAR s {\n  ~ k*a + b = 3\n  ~ a - b = v\n}\n", NS_NMODL_HEADER);
-    CHECK(strstr(c, "J_[0][0] = p->global[0];") && strstr(c, "J_[0][1] = 1.0;") && strstr(c, "r_[0] = -((-3.0));") &&
-          strstr(c, "J_[1][1] = (-1.0);") && strstr(c, "nsm_lin_p_s(p, F0_, F1_, i_, node_, v_);"));
+    CHECK(strstr(c, "e_ = e_ < N_ ? e_ + 1 : N_;\n    J_[e_][0] = p->global[0];") && strstr(c, "J_[e_][1] = 1.0;") &&
+          strstr(c, "r_[e_] = -((-3.0));") && strstr(c, "J_[e_][1] = (-1.0);") &&
+          strstr(c, "nsm_lin_p_s(p, F0_, F1_, i_, node_, v_);"));
     bad("lin1.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nINITIAL { SOLVE s }\nLINEAR s {\n  ~ a*b = 1\n  ~ a = b\n}\n",
         NS_ERR_UNSUPPORTED, "lin1.mod:5:", "not linear in a (use NONLINEAR)");
     bad("lin2.mod", "NEURON { SUFFIX x }\nSTATE { a b }\nLINEAR s {\n  ~ a + b = 1\n}\n", NS_ERR_INVALID_ARGUMENT,
@@ -724,7 +735,20 @@ int main(void) {
     /* ~+: its terms added to the previous equation's row (test/linadd.mod against NEURON); '~ +' a unary plus */
     c = emit("NEURON { SUFFIX lin5 }\nSTATE { a }\nINITIAL { SOLVE s }\nLINEAR s {\n  ~ a = 2\n  ~+ a = 1\n}\n",
              NS_NMODL_HEADER);
-    CHECK(strstr(c, "J_[0][0] = 1.0;") && strstr(c, "J_[0][0] += 1.0;") && strstr(c, "r_[0] += -("));
+    CHECK(strstr(c, "J_[e_][0] = 1.0;") && strstr(c, "J_[e_ < 0 ? N_ : e_][0] += 1.0;") &&
+          strstr(c, "r_[e_ < 0 ? N_ : e_] += -("));
+    /* equations inside an if and a loop: rows numbered as the block runs (test/linif.mod against NEURON); as
+     * many written as unknowns, a '~+' after a '~' in the text */
+    c = emit("NEURON { SUFFIX lin7 }\nSTATE { a b }\nINITIAL { SOLVE s }\nNONLINEAR s {\n  if (v > 0) {\n    ~ a*a = 2\n"
+             "  }\n  FROM j = 1 TO 2 {\n    ~+ a = j\n  }\n  ~ b = a\n}\n", NS_NMODL_HEADER);
+    {
+        const char *i = strstr(c, "if ("), *e = i ? strstr(i, "e_ = e_ < N_ ? e_ + 1 : N_;") : NULL;
+        CHECK(e && strstr(e, "for (") && strstr(c, "f_[e_ < 0 ? N_ : e_] += ("));
+    }
+    bad("lin8.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  if (v > 0) {\n    ~ a = 2\n  } else {\n"
+        "    ~ a = 1\n  }\n}\n", NS_ERR_INVALID_ARGUMENT, "lin8.mod:3:", "LINEAR s: 2 equations for 1 unknown STATEs");
+    bad("lin9.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  if (v > 0) {\n    ~+ a = 2\n  }\n  ~ a = 1\n}\n",
+        NS_ERR_PARSE, "lin9.mod:5:", "'~+' adds terms to the previous equation: there is none");
     bad("lin6.mod", "NEURON { SUFFIX x }\nSTATE { a }\nLINEAR s {\n  ~ a = 2\n  ~ + a = 1\n}\n",
         NS_ERR_INVALID_ARGUMENT, "lin6.mod:3:", "LINEAR s: 2 equations for 1 unknown STATEs");
     /* ~ x -> (rate): a flow out of x (nocmodl's flux) */

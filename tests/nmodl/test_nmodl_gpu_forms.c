@@ -3,10 +3,8 @@
  * the system C compiler twice, as the host's C and with the device's forms (a compiler wrapper that
  * defines __CUDA_ARCH__, and atomicAdd as +=, so that the generated headers take their device
  * branches: products by reciprocals, x^k as products, the cnexp targets with their common factors
- * cancelled), also test/recur.mod (recursive device functions), test/vbkin.mod (VERBATIM C in a
- * KINETIC block), test/kloop.mod (a loop to a PARAMETER in a KINETIC block), test/kfloc.mod (LOCALs inside
- * its FROM loops), and the derivimplicit and
- * NONLINEAR solver forms (test/hhdi.mod, cadn.mod, dinit.mod, nonlinbp.mod, linadd.mod), each run by
+ * cancelled), also the solver-form cases (NMODL_FORM_CASES and their files, tests/common/nmodl_driver.h),
+ * each run by
  * test_nmodl_neuron's one-compartment driver (tests/common/nmodl_driver.h) over the same cases with spikes; the two must agree to rounding (|dv| within 1e-6 mV, cai within
  * 1e-9 relative, every step: the L5 soma's ten spikes over 300 ms amplify the last bits to 4e-8 mV,
  * the single channels stay under 2e-12), and the forms must have been taken (some bits differ). */
@@ -37,26 +35,7 @@ static const tcase CASES[] = {
      {{0}}, {{5, 0.01}, {15, 0.02}}, 0, 0, 0, 0},
     NMODL_BBP_CHANNELS,
     NMODL_L5SOMA(300),
-    /* recursive device functions (test/recur.mod), VERBATIM C in a KINETIC block (test/vbkin.mod), a loop to a
-     * PARAMETER in a KINETIC block (test/kloop.mod), LOCALs inside FROM loops of one (test/kfloc.mod) */
-    {"recur", 6.3, -65, 50, {"hh", "recur"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ntau"},
-    {"vbkin", 20, -65, 50, {"hh", "vbkin"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "kf"},
-    {"kloop", 6.3, -65, 50, {"hh", "kloop"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
-    {"kfloc", 6.3, -65, 50, {"hh", "kfloc"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
-    /* derivimplicit as NEURON's Newton (test/hhdi.mod; test/cadn.mod: cnexp on a nonlinear equation and
-     * STEADYSTATE derivimplicit; test/dinit.mod: a DERIVATIVE SOLVEd in INITIAL), a NONLINEAR block SOLVEd in
-     * BREAKPOINT (test/nonlinbp.mod), '~+' in NONLINEAR and LINEAR blocks (test/linadd.mod): the cases of
-     * test_nmodl_neuron */
-    {"hhdi", 6.3, -65, 50, {"hhdi"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
-    {"cadn", 34, -70, 200, {"pas", "cadn", "Ca_HVA", "SK_E2"},
-     {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
-     {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
-    {"dinit", 6.3, -65, 40, {"pas", "dinit"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "m"},
-    /* array STATEs in a DERIVATIVE block (test/arrcn.mod by cnexp, test/arrdi.mod by derivimplicit) */
-    {"arrcn", 6.3, -65, 40, {"pas", "arrcn"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
-    {"arrdi", 6.3, -65, 40, {"pas", "arrdi"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
-    {"nonlinbp", 6.3, -65, 40, {"pas", "nonlinbp"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "xs"},
-    {"linadd", 6.3, -65, 40, {"pas", "linadd"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "zs"},
+    NMODL_FORM_CASES,
 };
 
 /* The case's trace (v, cai or the probe, eca per step) with the mechanisms of libs; NULL on failure. */
@@ -103,10 +82,7 @@ int main(void) {
     device.cc = wrap;
     ns_mech_library_t *h[3] = {NULL, NULL, NULL}, *g[3] = {NULL, NULL, NULL};
     const char *dirs[3] = {MECH_DIR "/neuron", MECH_DIR "/bbp",
-                           test_mech_copy(MECH_DIR "/test/recur.mod " MECH_DIR "/test/vbkin.mod " MECH_DIR
-                                          "/test/kloop.mod " MECH_DIR "/test/kfloc.mod " MECH_DIR "/test/hhdi.mod "
-                                          MECH_DIR "/test/cadn.mod " MECH_DIR "/test/dinit.mod " MECH_DIR
-                                          "/test/nonlinbp.mod " MECH_DIR "/test/linadd.mod " MECH_DIR "/test/arrcn.mod " MECH_DIR "/test/arrdi.mod")};
+                           test_mech_copy(NMODL_FORM_FILES(MECH_DIR))};
     CHECK(dirs[2] != NULL);
     if (!dirs[2]) return tmpdir_remove(), check_summary("test_nmodl_gpu_forms");
     const char *hn[3] = {"libneuron.so", "libbbp.so", "liblang.so"};

@@ -41,7 +41,6 @@ static int spikes_of(const double *v, double v0, long steps, double *t, int cap)
 #endif
 static const tcase CASES[] = {
     {"hh", 6.3, -65, 50, {"hh"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
-    {"hhdi", 6.3, -65, 50, {"hhdi"}, {{0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0},
     {"pas", 6.3, -65, 40, {"pas"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
     /* NMODL's language (data/mechanisms/test/lang.mod): units after numbers, UNITS
      * constants, module LOCALs, arrays, FROM/WHILE, v and ena as the mechanism's
@@ -114,38 +113,14 @@ static const tcase CASES[] = {
     {"tablazy", 6.3, -65, 40, {"pas", "tablazy"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
     /* a SOLVE nested in BREAKPOINT's if/else (test/solveif.mod: ModelDB's bg_cvode.inc pattern) */
     {"solveif", 6.3, -65, 40, {"pas", "solveif"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0},
-    /* recursive FUNCTIONs and PROCEDUREs (test/recur.mod: hh's n gate by recursion, mutual recursion, a TABLE'd
-     * FUNCTION over it) with hh's sodium and leak: ntau, which the recursive PROCEDURE computes */
-    {"recur", 6.3, -65, 50, {"hh", "recur"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "ntau"},
-    /* VERBATIM C in a KINETIC block (test/vbkin.mod: the rates of a two-state scheme by C, at each Newton step as
-     * NEURON's sparse runs it) with hh's sodium and leak: kf, which the C writes */
-    {"vbkin", 20, -65, 50, {"hh", "vbkin"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "kf"},
-    /* a FROM loop whose bound is a PARAMETER in a KINETIC block (test/kloop.mod: hh's n gate as a five-state
-     * chain, its rates computed in the loop) with hh's sodium and leak: o, the open state */
-    {"kloop", 6.3, -65, 50, {"hh", "kloop"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
-    /* LOCALs declared inside FROM loops with constant bounds in a KINETIC block, one loop nested (test/kfloc.mod:
-     * kloop's chain, its rates in the loops' LOCALs) with hh's sodium and leak: o, the open state */
-    {"kfloc", 6.3, -65, 50, {"hh", "kfloc"}, {{"hh", "gkbar", 0}}, {{2, 30, 0.2}}, {{0, 0}}, 0, 0, 0, 0, "o"},
     /* FUNCTION_TABLE: our test/ftab.mod, the tables of ftab_tables() (validation/nmodl_neuron_traces.py's) */
     {"ftab", 6.3, -65, 40, {"pas", "ftab"}, {{0}}, {{5, 20, 0.3}}, {{0, 0}}, 0, 0, 0, 0, "ninf"},
     {"cabuf", 34, -70, 200, {"pas", "cabuf", "Ca_HVA", "SK_E2"},
      {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
      {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
-    /* solver forms: cnexp on an equation not linear in its state, run by derivimplicit as nocmodl does, and
-     * STEADYSTATE derivimplicit in INITIAL (test/cadn.mod); a DERIVATIVE that INITIAL and a PROCEDURE SOLVE
-     * by derivimplicit while BREAKPOINT's is cnexp: NEURON's cnexp update there (test/dinit.mod) */
-    {"cadn", 34, -70, 200, {"pas", "cadn", "Ca_HVA", "SK_E2"},
-     {{"pas", "g", 1e-4}, {"pas", "e", -70}, {"Ca_HVA", "gCa_HVAbar", 0.002}, {"SK_E2", "gSK_E2bar", 0.01}},
-     {{20, 100, 0.3}}, {{0}}, 0, -85, 0, 1},
-    {"dinit", 6.3, -65, 40, {"pas", "dinit"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "m"},
-    /* SOLVE of a NONLINEAR block directly in BREAKPOINT: in state(), as nocmodl's nrn_state (test/nonlinbp.mod) */
-    {"nonlinbp", 6.3, -65, 40, {"pas", "nonlinbp"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "xs"},
-    /* array STATEs in a DERIVATIVE block, x'[j] in FROM loops: by cnexp (test/arrcn.mod), by derivimplicit
-     * with equations not linear in them (test/arrdi.mod); o, the last element */
-    {"arrcn", 6.3, -65, 40, {"pas", "arrcn"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
-    {"arrdi", 6.3, -65, 40, {"pas", "arrdi"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "o"},
-    /* '~+' (terms added to the previous equation) in NONLINEAR and LINEAR blocks (test/linadd.mod) */
-    {"linadd", 6.3, -65, 40, {"pas", "linadd"}, {{0}}, {{5, 20, 0.1}}, {{0, 0}}, 0, 0, 0, 0, "zs"},
+    /* the solver forms (tests/common/nmodl_driver.h): recursion, KINETIC loops and VERBATIM, derivimplicit,
+     * cnexp's fallback, DERIVATIVE SOLVEs outside BREAKPOINT, array STATEs, NONLINEAR in BREAKPOINT, '~+' */
+    NMODL_FORM_CASES,
 };
 
 /* test/ftab.mod's tables, as validation/nmodl_neuron_traces.py's ftab_tables() makes them: ninf over
@@ -348,7 +323,7 @@ static void many_paths(ns_mech_library_t *const *libs, int n_libs) {
             free(b.fields); free(b.globals); free(b.table);
         }
     printf("%d mechanisms x %d instances: contiguous and node_index paths equal (%d differences)\n", n_mech, NI, bad);
-    CHECK(n_mech == 60);
+    CHECK(n_mech == 65);
     CHECK_MSG(bad == 0, "%d differences between the contiguous and the node_index paths", bad);
 }
 
@@ -535,7 +510,7 @@ int main(void) {
     }
     CHECK(ns_mech_library_count(libs[0]) == 4);
     CHECK(ns_mech_library_count(libs[1]) == 12);
-    CHECK(ns_mech_library_count(libs[2]) == 33);
+    CHECK(ns_mech_library_count(libs[2]) == 38);
     CHECK(ns_mech_library_count(libs[3]) == 5);
     CHECK(ns_mech_library_count(libs[4]) == 2);
     CHECK(ns_mech_library_count(libs[5]) == 4);

@@ -19,6 +19,8 @@
  *   bahook: BEFORE/AFTER blocks and a CONSTRUCTOR (test/bahook.mod, each block's effect in
  *     its current) with hh: v and the current u that BEFORE STEP sets; on the GPU too (the
  *     blocks as device launches, ns_mech_desc.cuda_hooks);
+ *   kbstep: a KINETIC block SOLVEd by sparse in BEFORE STEP as well as BREAKPOINT
+ *     (test/kbstep.mod: two sparse steps a time step) with pas: v and the state o; on the GPU too;
  *   ftab: FUNCTION_TABLEs (test/ftab.mod) given by ns_sim_model_set_function_table, after
  *     the refusal of the model without them: v and ninf; the same tables in the model text
  *     (table.NAME = x ... ; y ..., range N LO HI), and that text's errors by FILE:LINE;
@@ -473,20 +475,21 @@ int main(void) {
     char files[2048];
     snprintf(files, sizeof files, "%s %s", MECH_DIR "/test/geom.mod " MECH_DIR "/test/wena.mod " MECH_DIR
              "/test/wenai.mod " MECH_DIR "/test/bahook.mod " MECH_DIR "/test/ftab.mod " MECH_DIR
-             "/test/brkzero.mod " MECH_DIR "/test/einit.mod " MECH_DIR "/hoc/hocerr.mod " MECH_DIR "/hoc/vbstatic.mod", tmp("dtab.mod"));
+             "/test/brkzero.mod " MECH_DIR "/test/einit.mod " MECH_DIR "/test/kbstep.mod " MECH_DIR "/hoc/hocerr.mod " MECH_DIR "/hoc/vbstatic.mod", tmp("dtab.mod"));
     ns_mech_library_t *lib = test_mech_from_files(files, "libcases.so", &skip);
     if (skip) return tmpdir_remove(), 77;
     ns_cell_t *cells[2] = {tapered(), test_cylinder()};
     ftab_model_text();
-    const scase cases[8] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
+    const scase cases[9] = {{"geomcell", "all.insert = pas geom\n", "s_geom", 1.0 / 6.0, 5, 20, 0.1, 1, 0},
                             {"wena", "all.insert = hh wena\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"wenai", "all.insert = hh wenai\n", "ena", 0.5, 2, 30, 0.2, 0, 0},
                             {"bahook", "all.insert = hh bahook\n", "u_bahook", 0.5, 2, 30, 0.2, 0, 0},
+                            {"kbstep", "all.insert = pas kbstep\n", "o_kbstep", 0.5, 5, 20, 0.1, 0, 0},
                             {"brkzero", "all.insert = pas brkzero\n", "o_brkzero", 0.5, 5, 20, 0.1, 0, 0},
                             {"einit", "all.insert = pas einit\n", "ena", 0.5, 5, 20, 0.1, 0, 0},
                             {"ftab", "all.insert = pas ftab\n", "ninf_ftab", 0.5, 5, 20, 0.3, 0, 1},
                             {"ftab", ftab_text, "ninf_ftab", 0.5, 5, 20, 0.3, 0, 2}};
-    for (int k = 0; k < 8 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
+    for (int k = 0; k < 9 && lib && cells[0] && cells[1]; ++k) run(lib, cells[k > 0], &cases[k], NS_BACKEND_CPU, "CPU");
     if (lib) ftab_text_errors(lib);
     if (lib && cells[1]) hoc_errors(lib, cells[1]);
     if (lib && cells[0] && cells[1]) table_per_block(lib, cells);
@@ -499,7 +502,7 @@ int main(void) {
         o.cuda_arch = NS_CUDA_ARCH;
         remove(tmp("mod/vbstatic.mod")); /* static storage in VERBATIM C: a --cuda build refuses it */
         ns_mech_library_t *glib = test_mech_build(tmp("mod"), "libcases_cuda.so", &o, &skip);
-        for (int k = 0; k < 6 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
+        for (int k = 0; k < 7 && glib; ++k) run(glib, cells[k > 0], &cases[k], NS_BACKEND_CUDA, "GPU");
         if (glib) hoc_errors_gpu(glib, cells[1]);
         ns_mech_library_close(glib);
     }
