@@ -231,7 +231,9 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         leave(sim, caller);
     }
     if (st != NS_OK) goto fail;
+    sim->creating = 1;
     st = ns_sim_init(sim);
+    sim->creating = 0;
     if (st != NS_OK) goto fail;
     *out = sim;
     return NS_OK;
@@ -446,6 +448,9 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_sim_advance: synapses, sources or connections changed since ns_sim_init: call ns_sim_init "
                        "(they take effect there, as NEURON's finitialize)");
+    if (sim->ptr_unset)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: a density mechanism's POINTER is not connected "
+                       "(ns_sim_set_model_pointer, then ns_sim_init)");
     if (steps == 0) return NS_OK;
     ns_status st = ns_sim_index(sim);
     if (st != NS_OK) return st;
