@@ -77,35 +77,66 @@ ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, con
     return NS_OK;
 }
 
-/* The error for a density mechanism's unconnected POINTER: the first such instance of the blocks;
- * while ns_sim_create initialises, none: each such POINTER reaches the block's placeholder and
- * sim->ptr_unset is set (ns_sim_advance refuses until an ns_sim_init finds them connected). */
-static ns_status density_unset(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) {
+/* A density mechanism's unconnected POINTERs reach the block's placeholder (ns_sim_create's
+ * initialisation: ns_net_density_unset found them, the simulation refuses to advance). */
+static void density_unset(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) {
     const sim_model *m = sim->model;
-    sim->ptr_unset = 0;
     for (int64_t b = 0; m && b < n_blocks; ++b)
         for (int32_t k = 0; in[b].mech && k < m->n_mechs; ++k) {
             const ns_mech_desc *d = m->mechs[k].desc;
-            if (d->n_pointers == 0 || ns_model_block_instances(in[b].mech, k) == 0) continue;
-            const sim_mech_shape *ms = &m->per_shape[(size_t)in[b].shape * m->n_mechs + k];
+            const int64_t n = ns_model_block_instances(in[b].mech, k);
+            if (d->n_pointers == 0 || n == 0) continue;
             double ***ptr = ns_model_block_pointer_arrays(in[b].mech, k);
-            for (int32_t i = 0; i < ms->n; ++i)
-                for (int32_t l = 0; l < in[b].w; ++l)
-                    for (int q = 0; q < d->n_pointers; ++q) {
-                        double **at = &ptr[q][(int64_t)ns_model_block_slot(in[b].mech, k, i) * in[b].w + l];
-                        if (*at) continue;
-                        if (sim->creating) {
-                            *at = ns_model_block_pointer_unset(in[b].mech, k);
-                            sim->ptr_unset = 1;
-                            continue;
-                        }
-                        return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                                       "simulation: POINTER %s_%s at compartment %d of cell %lld is not connected "
-                                       "(ns_sim_set_model_pointer; NEURON's setpointer: it \"wasn't made to point "
-                                       "to anything\")", d->pointer_names[q], d->name, (int)ms->node[i],
-                                       (long long)in[b].cell[l]);
-                    }
+            for (int q = 0; q < d->n_pointers; ++q)
+                for (int64_t i = 0; i < n; ++i)
+                    if (!ptr[q][i]) ptr[q][i] = ns_model_block_pointer_unset(in[b].mech, k);
         }
+}
+
+ns_status ns_net_density_unset(ns_sim_t *sim) {
+    const sim_model *m = sim->model;
+    const sim_net *net = sim->net;
+    sim->ptr_unset = 0;
+    for (int32_t k = 0; m && k < m->n_mechs; ++k) {
+        const ns_mech_desc *d = m->mechs[k].desc;
+        if (d->n_pointers == 0) continue;
+        int64_t *first = malloc((size_t)(sim->n_cells + 1) * sizeof *first); /* each cell's first instance */
+        if (!first) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: POINTERs of %s", d->name);
+        first[0] = 0;
+        for (int64_t c = 0; c < sim->n_cells; ++c)
+            first[c + 1] = first[c] + m->per_shape[(size_t)sim->cell_shape[c] * m->n_mechs + k].n;
+        unsigned char *set = calloc((size_t)(first[sim->n_cells] * d->n_pointers + 1), 1);
+        if (!set) {
+            free(first);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: POINTERs of %s", d->name);
+        }
+        for (int64_t j = 0; net && j < net->n_dptrs; ++j) {
+            const net_dptr *p = &net->dptrs[j];
+            if (p->mech != k) continue;
+            const int64_t i = ns_net_instance_at(&m->per_shape[(size_t)sim->cell_shape[p->cell] * m->n_mechs + k],
+                                                 p->node);
+            if (i >= 0) set[(first[p->cell] + i) * d->n_pointers + p->k] = 1;
+        }
+        ns_status st = NS_OK;
+        for (int64_t c = 0; c < sim->n_cells && st == NS_OK; ++c)
+            for (int64_t i = first[c]; i < first[c + 1] && st == NS_OK; ++i)
+                for (int q = 0; q < d->n_pointers && st == NS_OK; ++q) {
+                    if (set[i * d->n_pointers + q]) continue;
+                    if (sim->creating) {
+                        sim->ptr_unset = 1;
+                        continue;
+                    }
+                    const sim_mech_shape *ms = &m->per_shape[(size_t)sim->cell_shape[c] * m->n_mechs + k];
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                                 "simulation: POINTER %s_%s at compartment %d of cell %lld is not connected "
+                                 "(ns_sim_set_model_pointer; NEURON's setpointer: it \"wasn't made to point to "
+                                 "anything\")", d->pointer_names[q], d->name, (int)ms->node[i - first[c]],
+                                 (long long)c);
+                }
+        free(first);
+        free(set);
+        if (st != NS_OK) return st;
+    }
     return NS_OK;
 }
 
@@ -172,7 +203,7 @@ ns_status ns_net_density_pointers(ns_sim_t *sim, int64_t n_blocks, const net_blo
     }
     free(blk);
     free(lane);
-    if (st == NS_OK) st = density_unset(sim, n_blocks, in);
+    if (st == NS_OK && sim->ptr_unset) density_unset(sim, n_blocks, in);
     if (st == NS_OK && net) {
         net->n_dsnap = net->n_snap;
         ns_net_pointer_snapshot(net);

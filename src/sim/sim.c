@@ -408,6 +408,8 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     /* the host arrays' initial state, from which every backend's init starts: v at v_init (the
      * mechanisms' states are their INITIAL's) */
     for (int64_t i = 0; i < sim->n_comp; ++i) sim->v[i] = sim->params.v_init;
+    st = ns_net_density_unset(sim);
+    if (st != NS_OK) return st;
     const int caller = enter(sim);
     st = sim->ops->init(sim);
     leave(sim, caller);

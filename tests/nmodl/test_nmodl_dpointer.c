@@ -10,13 +10,16 @@
  *      step, RMS and max (a target on another cell read as of the step's start,
  *      against()); the coupling matters (without dgap's POINTERs
  *      to the other cell, B is far from NEURON's); one thread and two, bit
- *      for bit; the same case from a network file, bit for bit;
+ *      for bit; the same case from a network file, bit for bit; a checkpoint
+ *      restored into a new simulation with the same POINTERs continues bit
+ *      for bit;
  *   2. the refusals: an unknown POINTER, a mechanism not inserted there, a
  *      target that is not there, an instance left unconnected at ns_sim_init
  *      (NEURON's "wasn't made to point to anything"), each naming what is wrong;
  *   3. `test_nmodl_dpointer cuda` (ctest test_nmodl_dpointer_cuda; skips
  *      without a GPU or CUDA): the files built with nvcc, the case of part 1 on
- *      the GPU loop against NEURON's trace.
+ *      the GPU loop against NEURON's trace (every target read in place there,
+ *      so every column at NEURON's own step), and the unconnected refusal.
  * Without a C compiler the test skips (77). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -172,11 +175,13 @@ static double *read_ref(int *n) {
  * at A(1/6) and A(5/6) (columns 4 and 6) reads B, another cell, which every phase reads as of the
  * step's start (docs/mechanisms.md, "POINTER"); ptrtest's BREAKPOINT runs after the solve, where
  * NEURON's one thread reads B's new value: out of step j is NEURON's of step j - 1 there (from
- * step 1; at INITIAL the copy precedes hh's INITIAL). */
-static void against(const double *ref, const double *x, const char *what, double *rms_v, double *rms_o) {
+ * step 1; at INITIAL the copy precedes hh's INITIAL). copies 0: the GPU loop, which reads every
+ * target in place, as NEURON. */
+static void against(const double *ref, const double *x, const char *what, int copies, double *rms_v,
+                    double *rms_o) {
     *rms_v = *rms_o = 0.0;
     for (int k = 0; k < COLS - 1; ++k) {
-        const int late = k == 4 || k == 6;
+        const int late = copies && (k == 4 || k == 6);
         double sum = 0.0, worst = 0.0;
         for (int j = late; j <= STEPS; ++j) {
             const double d = x[(size_t)j * (COLS - 1) + k] - ref[(size_t)(j - late) * COLS + 1 + k];
@@ -197,6 +202,8 @@ static void expect_fail(ns_status s, const char *a, const char *b) {
     CHECK_MSG(strstr(msg, a) && (!b || strstr(msg, b)), "message '%s' lacks '%s' / '%s'", msg, a, b ? b : "");
 }
 
+static void checkpoint(ns_mech_library_t *lib, ns_cell_t *const cells[2], const double *whole);
+
 /* 1. against NEURON: one thread, two, the network file; without the coupling */
 static void against_neuron(ns_mech_library_t *lib, ns_cell_t *const cells[2]) {
     int n = 0;
@@ -206,7 +213,7 @@ static void against_neuron(ns_mech_library_t *lib, ns_cell_t *const cells[2]) {
     for (int j = 0; ref && n == STEPS + 1 && j <= STEPS; ++j) CHECK(fabs(ref[(size_t)j * COLS] - j * DT) < 1e-9);
     if (ref && n == STEPS + 1 && a) {
         double rv = 0.0, ro = 0.0;
-        against(ref, a, "CPU", &rv, &ro);
+        against(ref, a, "CPU", 1, &rv, &ro);
         CHECK_MSG(rv <= 1e-6 && ro <= 1e-6, "RMS %g mV (v), %g (out) from NEURON's", rv, ro);
         /* B's dgap to A's v unconnected in NEURON's sense: pointed at B's own v (no current) */
         made m = make(lib, cells, 1, 2);
@@ -226,16 +233,51 @@ static void against_neuron(ns_mech_library_t *lib, ns_cell_t *const cells[2]) {
     const size_t bytes = (size_t)(STEPS + 1) * (COLS - 1) * sizeof(double);
     CHECK_MSG(a && b && memcmp(a, b, bytes) == 0, "1 and 2 threads differ");
     CHECK_MSG(a && f && memcmp(a, f, bytes) == 0, "the network file's run differs from the C API's");
+    checkpoint(lib, cells, a);
     free(ref);
     free(a);
     free(b);
     free(f);
 }
 
+/* 1b. a checkpoint at step STEPS / 2 restored into a new simulation with the same POINTERs: the
+ * rest of the run bit for bit as the uninterrupted one's (ptrtest's out at the end too) */
+static void checkpoint(ns_mech_library_t *lib, ns_cell_t *const cells[2], const double *whole) {
+    char *path = tmp("dpointer.ckpt");
+    made m = make(lib, cells, 1, 0), r = make(lib, cells, 2, 0);
+    double out[2][3] = {{0}};
+    int ok = m.sim && r.sim && whole;
+    if (ok) {
+        CHECK_OK(ns_sim_init(m.sim));
+        CHECK_OK(ns_sim_advance(m.sim, STEPS / 2));
+        CHECK_OK(ns_sim_save_state(m.sim, path));
+        CHECK_OK(ns_sim_advance(m.sim, STEPS / 2));
+        CHECK_OK(ns_sim_init(r.sim));
+        CHECK_OK(ns_sim_restore_state(r.sim, path));
+        CHECK_OK(ns_sim_advance(r.sim, STEPS / 2));
+    }
+    for (int k = 0; ok && k < 2; ++k) {
+        double vals[8];
+        CHECK_OK(ns_sim_get_model_var(k ? r.sim : m.sim, 0, "out_ptrtest", vals));
+        for (int j = 0; j < 3; ++j) out[k][j] = vals[m.node[j]];
+    }
+    int64_t samples = 0;
+    int32_t sites = 0;
+    const double *tr = ok ? ns_sim_traces(r.sim, &samples, &sites) : NULL;
+    CHECK_MSG(tr && samples == STEPS + 1 && sites == 4, "the restored run's traces (%lld samples)", (long long)samples);
+    int same = tr && samples == STEPS + 1 && memcmp(out[0], out[1], sizeof out[0]) == 0;
+    for (int j = 0; same && j <= STEPS; ++j)
+        for (int k = 0; k < 4; ++k) same &= tr[(size_t)j * 4 + k] == whole[(size_t)j * (COLS - 1) + k];
+    CHECK_MSG(same, "the run restored from the checkpoint differs from the uninterrupted one");
+    unmake(&m);
+    unmake(&r);
+}
+
 /* 2. the refusals */
 static void refusals(ns_mech_library_t *lib, ns_cell_t *const cells[2]) {
     made m = make(lib, cells, 1, 1);
     if (m.sim) {
+        expect_fail(ns_sim_advance(m.sim, 1), "POINTER is not connected", "ns_sim_set_model_pointer");
         expect_fail(ns_sim_set_model_pointer(m.sim, 0, 0, "vgp_dgap", 1, 0, "v"), "no density mechanism's POINTER "
                     "'vgp_dgap'", "vgap_dgap, src_ptrtest");
         expect_fail(ns_sim_set_model_pointer(m.sim, 1, 0, "src_ptrtest", 0, 0, "v"), "ptrtest is not inserted at "
@@ -279,11 +321,17 @@ static int on_gpu(ns_cell_t *const cells[2]) {
     double *a = lib ? run(lib, cells, 1, 0) : NULL;
     if (a && ref && n == STEPS + 1) {
         double rv = 0.0, ro = 0.0;
-        against(ref, a, "GPU", &rv, &ro);
+        against(ref, a, "GPU", 0, &rv, &ro);
         CHECK_MSG(rv <= 1e-6 && ro <= 1e-6, "GPU: RMS %g mV (v), %g (out) from NEURON's", rv, ro);
     }
     free(a);
     free(ref);
+    made m = lib ? make(lib, cells, 1, 1) : (made){0};
+    if (m.sim) {
+        expect_fail(ns_sim_advance(m.sim, 1), "POINTER is not connected", "ns_sim_set_model_pointer");
+        expect_fail(ns_sim_init(m.sim), "is not connected", "wasn't made to point to anything");
+    }
+    unmake(&m);
     ns_mech_library_close(lib);
     return 0;
 }
