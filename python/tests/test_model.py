@@ -222,7 +222,7 @@ def test_density_pointer_from_python_against_neuron(tmp_path):
                                   np.array([3, 3], dtype=np.int32), np.array([-1, 0], dtype=np.int32))
     b = ns.Morphology.from_points("b", np.array([[0.0, 0, 0], [20, 0, 0]]), np.array([10.0, 10.0]),
                                   np.array([1, 1], dtype=np.int32), np.array([-1, 0], dtype=np.int32))
-    sim = ns.Simulation([a.discretize(rule="fixed_length", max_length=20.0), b.discretize(rule="one")], 2, [0, 1],
+    sim = ns.Simulation([a.discretize(rule="fixed_length", max_length=20.0), b.discretize(rule="one")], 2, np.array([0, 1], dtype=np.int32),
                         params={"celsius": 6.3, "v_init": -65, "dt": 0.025}, backend="cpu", model=model)
     n = [0, 1, 2]  # A's compartments at x = 1/6, 1/2, 5/6
     with pytest.raises(ns.InvalidArgumentError, match="no density mechanism's POINTER 'vgp_dgap'"):
