@@ -19,9 +19,10 @@ Run: python3 validation/nmodl_density_pointer.py   (NEURON 9.0.2: pip install ne
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+
+from nmodl_gap_junction import nrnivmodl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests/data/nmodl/dpointer.csv")
@@ -32,12 +33,7 @@ X = (1 / 6, 1 / 2, 5 / 6)
 def build(work):
     for f in ("dgap.mod", "ptrtest.mod"):
         shutil.copy(os.path.join(ROOT, "data/mechanisms/pointer", f), work)
-    nrnivmodl = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
-    if not os.path.exists(nrnivmodl):  # a wheel installed elsewhere: on PATH
-        nrnivmodl = shutil.which("nrnivmodl") or nrnivmodl
-    with open(nrnivmodl, "rb") as f:  # the wheel's Python wrapper: run it with this Python
-        cmd = [sys.executable, nrnivmodl] if b"python" in f.readline() else [nrnivmodl]
-    subprocess.run(cmd, cwd=work, check=True, stdout=subprocess.DEVNULL)
+    nrnivmodl(work)
 
 
 def main():

@@ -18,11 +18,11 @@ Run: PYTHONPATH=build/python python3 validation/nmodl_dipole_pointer.py [--corpu
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+from nmodl_gap_junction import nrnivmodl
 
 X = (1 / 6, 1 / 2, 5 / 6)
 ZTAN = (20.0, 10.0, 5.0)
@@ -30,8 +30,7 @@ DT, TSTOP = 0.025, 40.0
 
 
 def neuron_run(work):
-    nrnivmodl = shutil.which("nrnivmodl")
-    subprocess.run([nrnivmodl], cwd=work, check=True, stdout=subprocess.DEVNULL)
+    nrnivmodl(work)
     import neuron
     from neuron import h
     neuron.load_mechanisms(work)

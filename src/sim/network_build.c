@@ -122,10 +122,8 @@ ns_status ns_net_density_unset(ns_sim_t *sim) {
             for (int64_t i = first[c]; i < first[c + 1] && st == NS_OK; ++i)
                 for (int q = 0; q < d->n_pointers && st == NS_OK; ++q) {
                     if (set[i * d->n_pointers + q]) continue;
-                    if (sim->creating) {
-                        sim->ptr_unset = 1;
-                        continue;
-                    }
+                    sim->ptr_unset = 1; /* ns_sim_advance refuses until an ns_sim_init finds it connected */
+                    if (sim->creating) continue;
                     const sim_mech_shape *ms = &m->per_shape[(size_t)sim->cell_shape[c] * m->n_mechs + k];
                     st = ns_fail(NS_ERR_INVALID_ARGUMENT,
                                  "simulation: POINTER %s_%s at compartment %d of cell %lld is not connected "

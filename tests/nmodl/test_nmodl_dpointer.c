@@ -287,6 +287,7 @@ static void refusals(ns_mech_library_t *lib, ns_cell_t *const cells[2]) {
                     "ptrtest is not inserted at compartment 0 of cell 1", NULL);
         expect_fail(ns_sim_set_model_pointer(m.sim, 0, 0, "src_ptrtest", 5, 0, "v"), "cell 5", NULL);
         expect_fail(ns_sim_init(m.sim), "is not connected", "wasn't made to point to anything");
+        expect_fail(ns_sim_advance(m.sim, 1), "POINTER is not connected", "ns_sim_set_model_pointer");
         unmake(&m);
     }
     static const char *bad = "cells a 1 a.swc\ncells b 1 b.swc\npointer a sec:0(0.5) vgap_dgap b soma vv\n";
@@ -302,17 +303,8 @@ static void refusals(ns_mech_library_t *lib, ns_cell_t *const cells[2]) {
 #ifdef NS_NVCC
 /* 3. the GPU loop: the case of part 1 against NEURON's trace */
 static int on_gpu(ns_cell_t *const cells[2]) {
-    int devices = 0;
-    if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) {
-        printf("SKIP: no GPU\n");
-        return 77;
-    }
-    ns_mechanisms_build_options bo = {0};
-    bo.nvcc = NS_NVCC;
-    bo.cuda_arch = NS_CUDA_ARCH;
     int skip = 0;
-    char *dir = test_mech_copy(MECH_DIR "/*.mod");
-    ns_mech_library_t *lib = dir ? test_mech_build(dir, "libdpointer_cuda.so", &bo, &skip) : NULL;
+    ns_mech_library_t *lib = test_mech_from_files_cuda(MECH_DIR "/*.mod", "libdpointer_cuda.so", &skip);
     if (skip) return 77;
     int n = 0;
     double *ref = read_ref(&n);
