@@ -21,15 +21,20 @@ OUT = os.path.join(ROOT, "tests/data/nmodl/gap.csv")
 R, DEL, DUR, AMP, TSTOP, DT = 100.0, 2.0, 30.0, 0.2, 40.0, 0.025
 
 
+def nrnivmodl(work):
+    """NEURON's nrnivmodl on the .mod files in work (also validation/nmodl_density_pointer.py's)."""
+    tool = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
+    if not os.path.exists(tool):  # a wheel installed elsewhere: on PATH
+        tool = shutil.which("nrnivmodl") or tool
+    with open(tool, "rb") as f:  # the wheel's Python wrapper: run it with this Python
+        cmd = [sys.executable, tool] if b"python" in f.readline() else [tool]
+    subprocess.run(cmd, cwd=work, check=True, stdout=subprocess.DEVNULL)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="ns_gap_")
     shutil.copy(os.path.join(ROOT, "data/mechanisms/test/gap.mod"), work)
-    nrnivmodl = os.path.join(os.path.dirname(sys.executable), "nrnivmodl")
-    if not os.path.exists(nrnivmodl):  # a wheel installed elsewhere: on PATH
-        nrnivmodl = shutil.which("nrnivmodl") or nrnivmodl
-    with open(nrnivmodl, "rb") as f:  # the wheel's Python wrapper: run it with this Python
-        cmd = [sys.executable, nrnivmodl] if b"python" in f.readline() else [nrnivmodl]
-    subprocess.run(cmd, cwd=work, check=True, stdout=subprocess.DEVNULL)
+    nrnivmodl(work)
     import neuron
     from neuron import h
     neuron.load_mechanisms(work)

@@ -274,6 +274,19 @@ NS_API ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *
 NS_API ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer, int64_t cell,
                                     int32_t compartment, const char *var);
 
+/* NEURON's setpointer for a density mechanism: POINTER `pointer`, named
+ * POINTER_MECH as NEURON's hoc names it ("pv_dipole": POINTER pv of SUFFIX
+ * dipole), of the instance at compartment `compartment` of `cell` reads and
+ * writes `var` at `target_compartment` of `target_cell` (the names of
+ * ns_sim_set_pointer: "v", an ion's "eX", "Xi", "Xo", "iX", a density
+ * mechanism's FIELD_MECH inserted there). Every instance of a mechanism with
+ * POINTERs must have each connected before ns_sim_init (the error names the
+ * first that is not); setting one again replaces it. A target on another
+ * cell is read through a copy made at each step's start (writes do not reach
+ * it): docs/mechanisms.md, "POINTER". */
+NS_API ns_status ns_sim_set_model_pointer(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *pointer,
+                                          int64_t target_cell, int32_t target_compartment, const char *var);
+
 /* A spike detector (NEURON's NetCon source v(x) with a threshold): checked
  * at t = 0 and at every step end, a spike is a check at which v of the
  * compartment is above threshold [mV] and was not at the previous one (none

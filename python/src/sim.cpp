@@ -215,6 +215,20 @@ static void bind_simulation_network(nb::class_<Simulation> &c) {
             std::lock_guard<std::mutex> lock(s.mu);
             check(ns_sim_synapse_set(s.s, synapse, name.c_str(), value));
         }, "synapse"_a, "name"_a, "value"_a)
+        .def("set_pointer", [](Simulation &s, int64_t synapse, const std::string &pointer, int64_t cell,
+                               int32_t compartment, const std::string &var) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_set_pointer(s.s, synapse, pointer.c_str(), cell, compartment, var.c_str()));
+        }, "synapse"_a, "pointer"_a, "cell"_a, "compartment"_a, "var"_a,
+           "NEURON's setpointer for a synapse's POINTER: var ('v', 'ena', 'm_hh') at (cell, compartment).")
+        .def("set_model_pointer", [](Simulation &s, int64_t cell, int32_t compartment, const std::string &pointer,
+                                     int64_t target_cell, int32_t target_compartment, const std::string &var) {
+            std::lock_guard<std::mutex> lock(s.mu);
+            check(ns_sim_set_model_pointer(s.s, cell, compartment, pointer.c_str(), target_cell, target_compartment,
+                                           var.c_str()));
+        }, "cell"_a, "compartment"_a, "pointer"_a, "target_cell"_a, "target_compartment"_a, "var"_a,
+           "NEURON's setpointer for a density mechanism's POINTER ('vgap_dgap') at (cell, compartment): var at "
+           "(target_cell, target_compartment).")
         .def("add_detector", [](Simulation &s, int64_t cell, int32_t compartment, double threshold) {
             std::lock_guard<std::mutex> lock(s.mu);
             int64_t id = -1;

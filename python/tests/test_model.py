@@ -202,3 +202,47 @@ def test_mechanism_error_from_python(ftab_hoc_lib):
     assert e.value.status == -16
     assert sim.traces.shape[0] == int(ref["steps_completed"]) + 1
     assert abs(sim.traces[-1, 0] - float(ref["v_last"])) <= 1e-9
+
+
+def test_density_pointer_from_python_against_neuron(tmp_path):
+    # validation/nmodl_density_pointer.py's case (tests/nmodl/test_nmodl_dpointer.c): the POINTERs of
+    # dgap and ptrtest set with Simulation.set_model_pointer, v against NEURON 9.0.2's trace
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler")
+    for f in ("dgap.mod", "ptrtest.mod"):
+        shutil.copy(os.path.join(ROOT, "data", "mechanisms", "pointer", f), tmp_path)
+    ns.build_mechanisms(str(tmp_path), str(tmp_path / "libdpointer.so"))
+    model = ns.Model(ns.MechanismLibrary(str(tmp_path / "libdpointer.so")))
+    model.insert("all", "hh")
+    model.insert("all", "dgap")
+    model.insert("basal", "ptrtest")
+    model.set("basal", "g_dgap", "2e-3")
+    model.set("soma", "g_dgap", "5e-4")
+    a = ns.Morphology.from_points("a", np.array([[0.0, 0, 0], [0, 60, 0]]), np.array([1.0, 1.0]),
+                                  np.array([3, 3], dtype=np.int32), np.array([-1, 0], dtype=np.int32))
+    b = ns.Morphology.from_points("b", np.array([[0.0, 0, 0], [20, 0, 0]]), np.array([10.0, 10.0]),
+                                  np.array([1, 1], dtype=np.int32), np.array([-1, 0], dtype=np.int32))
+    sim = ns.Simulation([a.discretize(rule="fixed_length", max_length=20.0), b.discretize(rule="one")], 2, np.array([0, 1], dtype=np.int32),
+                        params={"celsius": 6.3, "v_init": -65, "dt": 0.025}, backend="cpu", model=model)
+    n = [0, 1, 2]  # A's compartments at x = 1/6, 1/2, 5/6
+    with pytest.raises(ns.InvalidArgumentError, match="no density mechanism's POINTER 'vgp_dgap'"):
+        sim.set_model_pointer(0, 0, "vgp_dgap", 1, 0, "v")
+    with pytest.raises(ns.InvalidArgumentError, match="POINTER vgap_dgap at compartment 0 of cell 0 is not connected"):
+        sim.init()
+    sim.set_model_pointer(0, n[0], "vgap_dgap", 1, 0, "v")
+    sim.set_model_pointer(0, n[1], "vgap_dgap", 0, n[0], "v")
+    sim.set_model_pointer(0, n[2], "vgap_dgap", 0, n[1], "ena")
+    sim.set_model_pointer(1, 0, "vgap_dgap", 0, n[0], "v")
+    sim.set_model_pointer(0, n[0], "src_ptrtest", 1, 0, "m_hh")
+    sim.set_model_pointer(0, n[1], "src_ptrtest", 0, n[2], "h_hh")
+    sim.set_model_pointer(0, n[2], "src_ptrtest", 1, 0, "v")
+    sim.add_iclamp(1, 0, 2.0, 30.0, 0.2)
+    for k in n:
+        sim.add_recording(0, k)
+    sim.add_recording(1, 0)
+    sim.init()
+    sim.run(40.0)
+    rows = np.array([[float(v) for v in l.split(",")] for l in open(os.path.join(TEST_DATA, "nmodl", "dpointer.csv"))
+                     if l[:1].isdigit() or l[:1] == "-"])
+    rms = np.sqrt(np.mean((sim.traces[: len(rows), :4] - rows[:, 1:5]) ** 2, axis=0))
+    assert rows.shape[0] == 1601 and np.all(rms <= 1e-6), rms

@@ -11,6 +11,7 @@
  *   poisson NAME COUNT RATE_HZ START STOP SEED
  *   connect SOURCES SYNAPSES WEIGHT DELAY [all | p=P [seed=S]]
  *   pointer SYNAPSES NAME CELLS LOC VAR
+ *   pointer CELLS LOC NAME CELLS LOC VAR   (a density mechanism's POINTER, NAME = POINTER_MECH)
  *   source NAME SYNAPSES   (point sources: the net_event spikes of each synapse)
  * CELLS, SOURCES, SYNAPSES: REF[+REF...], REF = NAME or NAME[LIST], LIST =
  * ITEM[,ITEM...], ITEM = I, A-B or A-B:STEP (indices within the group, from 0); `cell`
@@ -414,20 +415,25 @@ static ns_status st_synapse(ctx *c, char **tok, int n) {
 /* pointer SYNAPSES NAME CELLS LOC VAR: POINTER NAME of each synapse to VAR at
  * LOC of the cell of the same rank in CELLS (or of its one cell) */
 static ns_status st_pointer(ctx *c, char **tok, int n) {
-    if (n != 6) return FAIL(c, "expected: pointer SYNAPSES NAME CELLS LOC VAR");
+    if (n != 6 && n != 7)
+        return FAIL(c, "expected: pointer SYNAPSES NAME CELLS LOC VAR, or pointer CELLS LOC NAME CELLS LOC VAR (a "
+                       "density mechanism's POINTER_MECH)");
+    const int dens = n == 7, at = dens; /* the density form: CELLS LOC in place of SYNAPSES */
     stmt *s;
-    ns_status st = new_stmt(c, S_POINTER, &s);
-    if (st == NS_OK) st = parse_ref(c, tok[1], G_SYNAPSES, "pointer", &s->a);
-    if (st == NS_OK) st = parse_ref(c, tok[3], G_CELLS, "pointer", &s->b);
-    if (st == NS_OK) st = parse_loc(c, tok[4], &s->where);
+    ns_status st = new_stmt(c, dens ? S_DPOINTER : S_POINTER, &s);
+    if (st == NS_OK) st = parse_ref(c, tok[1], dens ? G_CELLS : G_SYNAPSES, "pointer", &s->a);
+    if (st == NS_OK && dens) st = parse_loc(c, tok[2], &s->where);
+    if (st == NS_OK) st = parse_ref(c, tok[3 + at], G_CELLS, "pointer", &s->b);
+    if (st == NS_OK) st = parse_loc(c, tok[4 + at], dens ? &s->to : &s->where);
     if (st != NS_OK) return st;
-    if (!valid_name(tok[2])) return FAIL(c, "pointer: '%s' is not a POINTER name", tok[2]);
-    if (!valid_name(tok[5])) return FAIL(c, "pointer: '%s' is not a variable name (v, eX, FIELD_MECH)", tok[5]);
+    if (!valid_name(tok[2 + at])) return FAIL(c, "pointer: '%s' is not a POINTER name", tok[2 + at]);
+    if (!valid_name(tok[5 + at]))
+        return FAIL(c, "pointer: '%s' is not a variable name (v, eX, FIELD_MECH)", tok[5 + at]);
     if (s->b.n != s->a.n && s->b.n != 1)
-        return FAIL(c, "pointer: %lld synapses and %lld cells (equal counts, or one cell)", (long long)s->a.n,
-                    (long long)s->b.n);
-    snprintf(s->mech, sizeof s->mech, "%s", tok[2]);
-    snprintf(s->var, sizeof s->var, "%s", tok[5]);
+        return FAIL(c, "pointer: %lld %s and %lld cells (equal counts, or one cell)", (long long)s->a.n,
+                    dens ? "cells" : "synapses", (long long)s->b.n);
+    snprintf(s->mech, sizeof s->mech, "%s", tok[2 + at]);
+    snprintf(s->var, sizeof s->var, "%s", tok[5 + at]);
     return NS_OK;
 }
 

@@ -25,8 +25,8 @@
 /* ------------------------------------------------------------ apply */
 
 /* The compartment of a location in a cell. */
-static ns_status locate(const ns_network_t *net, const stmt *s, const ns_cell_t *cell, int64_t c, int32_t *node) {
-    const loc *l = &s->where;
+static ns_status locate_at(const ns_network_t *net, const stmt *s, const loc *l, const ns_cell_t *cell, int64_t c,
+                           int32_t *node) {
     ns_status st = ns_location_compartment(cell, &l->at, node);
     if (st != NS_OK) {
         char where[400];
@@ -35,6 +35,10 @@ static ns_status locate(const ns_network_t *net, const stmt *s, const ns_cell_t 
         ns_error_prefix(where);
     }
     return st;
+}
+
+static ns_status locate(const ns_network_t *net, const stmt *s, const ns_cell_t *cell, int64_t c, int32_t *node) {
+    return locate_at(net, s, &s->where, cell, c, node);
 }
 
 static ns_status at_line(const ns_network_t *net, const stmt *s, ns_status st) {
@@ -262,6 +266,20 @@ ns_status ns_network_apply_calls(const ns_network_t *net, const ns_network_calls
                     st = at_line(net, s, t->set_pointer(target, syn0 + s->a.v[k], s->mech, c, node, s->var));
             }
             break;
+        case S_DPOINTER:
+            for (int64_t k = 0; k < s->a.n && st == NS_OK; ++k) {
+                const int64_t c = s->a.v[k], tc = s->b.v[s->b.n == 1 ? 0 : k];
+                int32_t node = -1, tnode = -1;
+                at.item = k;
+                st = locate(net, s, shapes[net->cell_morph[c]], c, &node);
+                if (st == NS_OK) st = locate_at(net, s, &s->to, shapes[net->cell_morph[tc]], tc, &tnode);
+                if (st == NS_OK && !t->set_model_pointer)
+                    st = at_line(net, s, ns_fail(NS_ERR_UNSUPPORTED, "pointer: POINTERs are not connected across "
+                                                                     "processes (MPI) yet"));
+                else if (st == NS_OK)
+                    st = at_line(net, s, t->set_model_pointer(target, c, node, s->mech, tc, tnode, s->var));
+            }
+            break;
         }
     }
     if (st != NS_OK && failed) *failed = at;
@@ -293,12 +311,17 @@ static ns_status sim_set_pointer(void *t, int64_t y, const char *p, int64_t c, i
     return ns_sim_set_pointer(t, y, p, c, k, v);
 }
 
+static ns_status sim_set_model_pointer(void *t, int64_t c, int32_t k, const char *p, int64_t tc, int32_t tk,
+                                       const char *v) {
+    return ns_sim_set_model_pointer(t, c, k, p, tc, tk, v);
+}
 static ns_status sim_add_point_source(void *t, int64_t y, int64_t *id) { return ns_sim_add_point_source(t, y, id); }
 
 static const ns_network_calls sim_calls = {sim_add_synapse,   sim_synapse_set, sim_add_detector,
                                            sim_add_spike_source, sim_add_poisson_source, sim_connect,
                                            sim_cells,         sim_cell_compartments, sim_synapses,
-                                           sim_sources,       sim_set_pointer, sim_add_point_source};
+                                           sim_sources,       sim_set_pointer, sim_add_point_source,
+                                           sim_set_model_pointer};
 
 ns_status ns_network_apply(const ns_network_t *net, ns_sim_t *sim, const ns_cell_t *const *shapes) {
     ns_network_failure at = {-2, 0}; /* a NULL argument: before everything */

@@ -35,6 +35,9 @@ typedef struct ns_network_calls {
     /* ns_sim_add_point_source (a network file's `source`); NULL where the target has none (MPI:
      * refused naming the line) */
     ns_status (*add_point_source)(void *target, int64_t synapse, int64_t *source);
+    /* ns_sim_set_model_pointer (a density mechanism's `pointer`); NULL where the target has none */
+    ns_status (*set_model_pointer)(void *target, int64_t cell, int32_t compartment, const char *pointer,
+                                   int64_t target_cell, int32_t target_compartment, const char *var);
 } ns_network_calls;
 
 /* Where a traversal stopped: the statement (in file order; -1: the checks

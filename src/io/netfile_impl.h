@@ -38,13 +38,14 @@ typedef struct loc {
     char text[64];
 } loc;
 
-typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES, S_POINTER, S_POINT_SOURCE } skind;
+typedef enum { S_SYN, S_DET, S_TRAIN, S_POISSON, S_CONNECT, S_EDGES, S_POINTER, S_POINT_SOURCE, S_DPOINTER } skind;
 
 typedef struct stmt {
     skind kind;
     int line;
     ids a, b;             /* cells (synapse, detector) or sources (connect); synapses (connect) */
     loc where;
+    loc to;               /* a density mechanism's pointer: the target's LOC */
     char mech[NET_NAME];  /* synapse: the mechanism; pointer: the POINTER's name */
     char var[NET_NAME];   /* pointer: the variable it reaches (v, eX, FIELD_MECH) */
     int n_params;

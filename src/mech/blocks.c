@@ -59,6 +59,9 @@ void ns_model_block_free(model_block *b) {
         free(b->m[k].rank);
         free(b->m[k].runs);
         free(b->m[k].run_field);
+        free(b->m[k].ptr_store);
+        free(b->m[k].ptr);
+        free(b->m[k].run_ptr);
         ns_ldifus_plan_free(b->m[k].ld);
     }
     free(b->m);
@@ -632,6 +635,41 @@ double *ns_model_block_ion_data(model_block *b, int32_t ion) { return b->ion + (
 const double *ns_model_block_geom(const model_block *b) { return b->geom; }
 ns_mech_error *ns_model_block_error(model_block *b) { return &b->err; }
 const double *ns_model_block_field(const model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
+ns_status ns_model_block_pointers(model_block *b, int32_t k, double ****out) {
+    mech_block *mb = &b->m[k];
+    const int np = mb->desc->n_pointers;
+    free(mb->ptr_store);
+    free(mb->ptr);
+    free(mb->run_ptr);
+    mb->ptr_store = calloc((size_t)np * (size_t)(mb->p.n > 0 ? mb->p.n : 1), sizeof *mb->ptr_store);
+    mb->ptr = malloc((size_t)(np > 0 ? np : 1) * sizeof *mb->ptr);
+    mb->run_ptr = malloc((size_t)(np > 0 ? np : 1) * (size_t)(mb->n_runs > 0 ? mb->n_runs : 1) * sizeof *mb->run_ptr);
+    if (!mb->ptr_store || !mb->ptr || !mb->run_ptr) {
+        free(mb->ptr_store);
+        free(mb->ptr);
+        free(mb->run_ptr);
+        mb->ptr_store = NULL;
+        mb->ptr = mb->run_ptr = NULL;
+        mb->p.pointer = NULL;
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: the POINTERs of %s", mb->desc->name);
+    }
+    for (int q = 0; q < np; ++q) mb->ptr[q] = mb->ptr_store + (size_t)q * (size_t)mb->p.n;
+    mb->p.pointer = (double *const *const *)mb->ptr;
+    /* the runs cover the block's instances in order */
+    for (int32_t r = 0, first = 0; r < mb->n_runs; first += mb->runs[r++].n) {
+        double ***rp = mb->run_ptr + (size_t)r * (size_t)np;
+        for (int q = 0; q < np; ++q) rp[q] = mb->ptr[q] + first;
+        mb->runs[r].pointer = (double *const *const *)rp;
+    }
+    *out = mb->ptr;
+    return NS_OK;
+}
+
+double ***ns_model_block_pointer_arrays(model_block *b, int32_t k) { return b->m[k].ptr; }
+double *ns_model_block_pointer_unset(model_block *b, int32_t k) {
+    b->m[k].unset = 0.0;
+    return &b->m[k].unset;
+}
 double *ns_model_block_globals(model_block *b, int32_t k) { return b->m[k].p.global; }
 double *ns_model_block_field_data(model_block *b, int32_t k, int f) { return b->m[k].field[f]; }
 

@@ -127,6 +127,15 @@ void ns_model_block_expose(model_block *b);
 const double *ns_model_block_field(const model_block *b, int32_t k, int f);
 /* the same, writable (a POINTER's target, net/pointer.c) */
 double *ns_model_block_field_data(model_block *b, int32_t k, int f);
+/* A density mechanism k's POINTERs in the block: the address of POINTER q of
+ * the block's instance i ((slot, lane) order: slot * w + lane) at
+ * (*out)[q][i], all NULL; the block owns them (freed with it, made again
+ * by the next call). NS_OK, or out of memory. */
+ns_status ns_model_block_pointers(model_block *b, int32_t k, double ****out);
+/* those arrays as the last ns_model_block_pointers made them (NULL: none) */
+double ***ns_model_block_pointer_arrays(model_block *b, int32_t k);
+/* a double of mechanism k's in the block for an unconnected POINTER to reach (0 at each init) */
+double *ns_model_block_pointer_unset(model_block *b, int32_t k);
 /* Mechanism k's GLOBALs in the block (its own copy of the model's, desc->n_globals; the gradient's
  * GLOBAL parameters, src/grad) */
 double *ns_model_block_globals(model_block *b, int32_t k);

@@ -34,6 +34,13 @@ typedef struct mech_block {
     const ns_mech_desc *desc;
     int constructed;    /* its CONSTRUCTOR ran (at the first init): the DESTRUCTOR runs at free */
     ldifus_plan *ld;    /* LONGITUDINAL_DIFFUSION (mech/ldifus.c), NULL: none */
+    /* a density mechanism's POINTERs (ns_model_block_pointers): n_pointers
+     * arrays of p.n addresses in ptr_store (p.pointer); per run its own
+     * n_pointers arrays from the run's first instance (run_ptr) */
+    double **ptr_store;
+    double ***ptr;
+    double ***run_ptr;
+    double unset;       /* what an unconnected POINTER reaches while ns_sim_create initialises */
 } mech_block;
 
 /* The fused pass (ns_model_block_fused_*): a model whose mechanisms are the

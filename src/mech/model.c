@@ -298,11 +298,6 @@ static ns_status model_insert(ns_sim_model_t *m, const char *where, const char *
     if (d->kind != NS_MECH_DENSITY)
         return ns_fail(NS_ERR_UNSUPPORTED, "%s: %s is a POINT_PROCESS: a model inserts density mechanisms (SUFFIX)",
                        fn, mechanism);
-    if (d->n_pointers > 0)
-        return ns_fail(NS_ERR_UNSUPPORTED,
-                       "%s: %s has a POINTER (%s): a density mechanism's POINTERs cannot be connected yet (a point "
-                       "process's can: ns_sim_set_pointer)",
-                       fn, mechanism, d->pointer_names[0]);
     stmt *s = push(m);
     if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
     s->kind = ST_INSERT;

@@ -77,11 +77,7 @@ void ns_net_free_built(sim_net *net) {
     net->n_blocks = 0;
     net->out_begin = net->out_order = net->syn_block = NULL;
     net->syn_slot = net->syn_inst = NULL;
-    free(net->snap_src);
-    free(net->snap_val);
-    net->snap_src = NULL;
-    net->snap_val = NULL;
-    net->n_snap = 0;
+    net->n_snap = net->n_dsnap; /* the synapses' copies; the arrays: ns_net_density_pointers */
 }
 
 void ns_net_free(sim_net *net) {
@@ -95,6 +91,9 @@ void ns_net_free(sim_net *net) {
     free(net->syns);
     free(net->params);
     free(net->ptrs);
+    free(net->dptrs);
+    free(net->snap_src);
+    free(net->snap_val);
     free(net->conns);
     free(net->wvec);
     free(net->gather);

@@ -31,6 +31,16 @@ typedef struct net_ptr {
     int field, q;
 } net_ptr;
 
+/* A density mechanism's POINTER k at compartment `node` of `cell` (model
+ * mechanism `mech`): its target (ns_sim_set_model_pointer; the last setting
+ * of an instance wins). */
+typedef struct net_dptr {
+    int64_t cell;
+    int32_t node, mech;
+    int k;
+    net_ptr to;
+} net_dptr;
+
 typedef struct net_source {
     int64_t cell;      /* a detector's cell; -1: a train of given times or a Poisson source */
     int32_t node;
@@ -134,6 +144,9 @@ typedef struct sim_net {
     int64_t n_conns, cap_conns;
     net_ptr *ptrs;   /* the synapses' POINTER targets (net_syn.ptr_at) */
     int64_t n_ptrs, cap_ptrs;
+    net_dptr *dptrs; /* the density mechanisms' POINTER targets, in order of setting */
+    int64_t n_dptrs, cap_dptrs;
+    int64_t n_dsnap; /* snap_val's first n_dsnap: the density mechanisms' (ns_net_density_pointers) */
     /* POINTERs into another lane block (pointer.c): they read snap_val[j], a
      * copy of *snap_src[j] made at the start of each step (the intervals are
      * then one step); build_in: every block's inputs during ns_net_build */

@@ -150,6 +150,25 @@ ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *name, d
                    (long long)synapse, d->name, name, used ? list : "none");
 }
 
+/* A POINTER's target: `var` ("v", an ion's variable or a density mechanism's
+ * field, ns_sim_get_model_var's names) at compartment `compartment` of `cell`. */
+static ns_status pointer_target(const ns_sim_t *sim, const char *fn, int64_t cell, int32_t compartment,
+                                const char *var, net_ptr *to) {
+    ns_status st = ns_sim_check_site(sim, "pointer target", cell, compartment);
+    if (st != NS_OK) return st;
+    *to = (net_ptr){cell, compartment, -1, -1, -1, -1};
+    if (strcmp(var, "v") == 0) return NS_OK;
+    st = ns_sim_model_var_lookup(sim->model, var, &to->mech, &to->field, &to->ion, &to->q);
+    if (st != NS_OK) {
+        ns_error_prefix(fn);
+        return st;
+    }
+    if (to->mech >= 0 && sim->model->mechs[to->mech].desc->kind != NS_MECH_DENSITY)
+        return ns_fail(NS_ERR_UNSUPPORTED, "%s: %s: a point process's variable (only v, ions and density "
+                       "mechanisms' fields)", fn, var);
+    return NS_OK;
+}
+
 ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer, int64_t cell, int32_t compartment,
                              const char *var) {
     const char *fn = "ns_sim_set_pointer";
@@ -169,19 +188,9 @@ ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer
         return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld (%s) has no POINTER '%s' (it has: %s)", fn,
                        (long long)synapse, d->name, pointer, used ? list : "none");
     }
-    st = ns_sim_check_site(sim, "pointer target", cell, compartment);
+    net_ptr to;
+    st = pointer_target(sim, fn, cell, compartment, var, &to);
     if (st != NS_OK) return st;
-    net_ptr to = {cell, compartment, -1, -1, -1, -1};
-    if (strcmp(var, "v") != 0) {
-        st = ns_sim_model_var_lookup(sim->model, var, &to.mech, &to.field, &to.ion, &to.q);
-        if (st != NS_OK) {
-            ns_error_prefix(fn);
-            return st;
-        }
-        if (to.mech >= 0 && sim->model->mechs[to.mech].desc->kind != NS_MECH_DENSITY)
-            return ns_fail(NS_ERR_UNSUPPORTED, "%s: %s: a point process's variable (only v, ions and density "
-                           "mechanisms' fields)", fn, var);
-    }
     if (s->ptr_at < 0) {
         while (net->n_ptrs + d->n_pointers > net->cap_ptrs)
             if (ns_net_grow((void **)&net->ptrs, net->cap_ptrs, &net->cap_ptrs, sizeof *net->ptrs) != 0)
@@ -191,6 +200,63 @@ ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer
         net->n_ptrs += d->n_pointers;
     }
     net->ptrs[s->ptr_at + k] = to;
+    net->dirty = 1;
+    return NS_OK;
+}
+
+/* Model mechanism k and its POINTER q named "POINTER_MECH" (pv_dipole); -1 and the error where none. */
+static int32_t model_pointer(const sim_model *m, const char *fn, const char *name, int *q) {
+    char list[512];
+    size_t used = 0;
+    list[0] = 0;
+    for (int32_t k = 0; m && k < m->n_mechs; ++k) {
+        const ns_mech_desc *d = m->mechs[k].desc;
+        const size_t ln = strlen(d->name);
+        for (int p = 0; p < d->n_pointers; ++p) {
+            const size_t lp = strlen(d->pointer_names[p]);
+            if (strlen(name) == lp + 1 + ln && strncmp(name, d->pointer_names[p], lp) == 0 && name[lp] == '_' &&
+                strcmp(name + lp + 1, d->name) == 0) {
+                *q = p;
+                return k;
+            }
+            if (used + lp + ln + 4 < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s_%s", used ? ", " : "",
+                                         d->pointer_names[p], d->name);
+        }
+    }
+    ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: no density mechanism's POINTER '%s' in the model (it has: %s)", fn, name,
+            used ? list : "none");
+    return -1;
+}
+
+ns_status ns_sim_set_model_pointer(ns_sim_t *sim, int64_t cell, int32_t compartment, const char *pointer,
+                                   int64_t target_cell, int32_t target_compartment, const char *var) {
+    const char *fn = "ns_sim_set_model_pointer";
+    if (sim && sim->dist) return ns_dist_sim_refuse(fn);
+    sim_net *net = NULL;
+    ns_status st = net_of(sim, fn, &net);
+    if (st != NS_OK) return st;
+    if (!pointer || !var) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: pointer or var is NULL", fn);
+    int q = -1;
+    const int32_t k = model_pointer(sim->model, fn, pointer, &q);
+    if (k < 0) return NS_ERR_INVALID_ARGUMENT;
+    st = ns_sim_check_site(sim, fn, cell, compartment);
+    if (st != NS_OK) return st;
+    const sim_model *m = sim->model;
+    if (ns_net_instance_at(&m->per_shape[(size_t)sim->cell_shape[cell] * m->n_mechs + k], compartment) < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s is not inserted at compartment %d of cell %lld", fn,
+                       m->mechs[k].desc->name, (int)compartment, (long long)cell);
+    net_ptr to;
+    st = pointer_target(sim, fn, target_cell, target_compartment, var, &to);
+    if (st != NS_OK) return st;
+    if (to.mech >= 0 &&
+        ns_net_instance_at(&m->per_shape[(size_t)sim->cell_shape[target_cell] * m->n_mechs + to.mech],
+                           target_compartment) < 0)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: %s: %s is not inserted at compartment %d of cell %lld", fn, var,
+                       m->mechs[to.mech].desc->name, (int)target_compartment, (long long)target_cell);
+    if (ns_net_grow((void **)&net->dptrs, net->n_dptrs, &net->cap_dptrs, sizeof *net->dptrs) != 0)
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
+    net->dptrs[net->n_dptrs++] = (net_dptr){cell, compartment, k, q, to};
     net->dirty = 1;
     return NS_OK;
 }

@@ -15,6 +15,16 @@ ns_status ns_net_pointer_absent(const ns_sim_t *sim, int64_t syn, const ns_mech_
 ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, const int64_t *syns, int32_t cnt,
                                 net_point *pt);
 
+/* The density mechanisms' POINTERs of the blocks (sim->net NULL: none
+ * set): each instance's address, a target on another cell through the copy
+ * of each step's start; an error naming an unconnected one. Before the
+ * blocks' INITIALs. */
+ns_status ns_net_density_pointers(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in);
+/* Whether every instance of a density mechanism with POINTERs has each connected
+ * (ns_sim_init, before the backend's init): the error naming the first that is not; during
+ * ns_sim_create's initialisation none, sim->ptr_unset set instead (the backends point those at
+ * a placeholder; ns_sim_advance refuses). */
+ns_status ns_net_density_unset(ns_sim_t *sim);
 /* NEURON's finitialize for the network: the synapses' instances per block
  * (rebuilt), their INITIAL, the detectors' state from v, no events, no
  * spikes, trains from their start. */

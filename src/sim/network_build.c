@@ -25,19 +25,15 @@ ns_status ns_net_pointer_absent(const ns_sim_t *sim, int64_t syn, const ns_mech_
                    (long long)to->cell);
 }
 
-/* the address of `to` in block `tb` at lane l; NULL with the error set */
-static double *target(const ns_sim_t *sim, const net_block_in *tb, int32_t l, const net_ptr *to, int64_t syn,
-                      const ns_mech_desc *d, int k) {
+/* the address of `to` in block `tb` at lane l; NULL where its mechanism is not inserted at that compartment */
+static double *target(const ns_sim_t *sim, const net_block_in *tb, int32_t l, const net_ptr *to) {
     const sim_model *m = sim->model;
     const int64_t nw = (int64_t)sim->shapes[tb->shape].n * tb->w;
     const int64_t at = (int64_t)(tb->pos ? tb->pos[to->node] : to->node) * tb->w + l;
     if (to->ion >= 0) return ns_model_block_ion_data(tb->mech, to->ion) + (int64_t)to->q * nw + at;
     if (to->mech < 0) return tb->v + at;
     const int64_t inst = ns_net_instance_at(&m->per_shape[(size_t)tb->shape * m->n_mechs + to->mech], to->node);
-    if (inst < 0) {
-        ns_net_pointer_absent(sim, syn, d, k, to);
-        return NULL;
-    }
+    if (inst < 0) return NULL;
     return ns_model_block_field_data(tb->mech, to->mech, to->field) +
            (int64_t)ns_model_block_slot(tb->mech, to->mech, (int32_t)inst) * tb->w + l;
 }
@@ -69,8 +65,8 @@ ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, con
             if (l < 0)
                 return ns_fail(NS_ERR_INVALID_ARGUMENT, "network: synapse %lld (%s): POINTER %s: cell %lld is in no "
                                "block", (long long)syns[i], d->name, d->pointer_names[k], (long long)to->cell);
-            double *addr = target(sim, tb, l, to, syns[i], d, k);
-            if (!addr) return NS_ERR_INVALID_ARGUMENT;
+            double *addr = target(sim, tb, l, to);
+            if (!addr) return ns_net_pointer_absent(sim, syns[i], d, k, to);
             if (tb != in) { /* another block: through the copy of each step's start */
                 net->snap_src[net->n_snap] = addr;
                 addr = &net->snap_val[net->n_snap++];
@@ -79,6 +75,138 @@ ns_status ns_net_point_pointers(const ns_sim_t *sim, const net_block_in *in, con
         }
     }
     return NS_OK;
+}
+
+/* A density mechanism's unconnected POINTERs reach the block's placeholder (ns_sim_create's
+ * initialisation: ns_net_density_unset found them, the simulation refuses to advance). */
+static void density_unset(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) {
+    const sim_model *m = sim->model;
+    for (int64_t b = 0; m && b < n_blocks; ++b)
+        for (int32_t k = 0; in[b].mech && k < m->n_mechs; ++k) {
+            const ns_mech_desc *d = m->mechs[k].desc;
+            const int64_t n = ns_model_block_instances(in[b].mech, k);
+            if (d->n_pointers == 0 || n == 0) continue;
+            double ***ptr = ns_model_block_pointer_arrays(in[b].mech, k);
+            for (int q = 0; q < d->n_pointers; ++q)
+                for (int64_t i = 0; i < n; ++i)
+                    if (!ptr[q][i]) ptr[q][i] = ns_model_block_pointer_unset(in[b].mech, k);
+        }
+}
+
+ns_status ns_net_density_unset(ns_sim_t *sim) {
+    const sim_model *m = sim->model;
+    const sim_net *net = sim->net;
+    sim->ptr_unset = 0;
+    for (int32_t k = 0; m && k < m->n_mechs; ++k) {
+        const ns_mech_desc *d = m->mechs[k].desc;
+        if (d->n_pointers == 0) continue;
+        int64_t *first = malloc((size_t)(sim->n_cells + 1) * sizeof *first); /* each cell's first instance */
+        if (!first) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: POINTERs of %s", d->name);
+        first[0] = 0;
+        for (int64_t c = 0; c < sim->n_cells; ++c)
+            first[c + 1] = first[c] + m->per_shape[(size_t)sim->cell_shape[c] * m->n_mechs + k].n;
+        unsigned char *set = calloc((size_t)(first[sim->n_cells] * d->n_pointers + 1), 1);
+        if (!set) {
+            free(first);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: POINTERs of %s", d->name);
+        }
+        for (int64_t j = 0; net && j < net->n_dptrs; ++j) {
+            const net_dptr *p = &net->dptrs[j];
+            if (p->mech != k) continue;
+            const int64_t i = ns_net_instance_at(&m->per_shape[(size_t)sim->cell_shape[p->cell] * m->n_mechs + k],
+                                                 p->node);
+            if (i >= 0) set[(first[p->cell] + i) * d->n_pointers + p->k] = 1;
+        }
+        ns_status st = NS_OK;
+        for (int64_t c = 0; c < sim->n_cells && st == NS_OK; ++c)
+            for (int64_t i = first[c]; i < first[c + 1] && st == NS_OK; ++i)
+                for (int q = 0; q < d->n_pointers && st == NS_OK; ++q) {
+                    if (set[i * d->n_pointers + q]) continue;
+                    sim->ptr_unset = 1; /* ns_sim_advance refuses until an ns_sim_init finds it connected */
+                    if (sim->creating) continue;
+                    const sim_mech_shape *ms = &m->per_shape[(size_t)sim->cell_shape[c] * m->n_mechs + k];
+                    st = ns_fail(NS_ERR_INVALID_ARGUMENT,
+                                 "simulation: POINTER %s_%s at compartment %d of cell %lld is not connected "
+                                 "(ns_sim_set_model_pointer; NEURON's setpointer: it \"wasn't made to point to "
+                                 "anything\")", d->pointer_names[q], d->name, (int)ms->node[i - first[c]],
+                                 (long long)c);
+                }
+        free(first);
+        free(set);
+        if (st != NS_OK) return st;
+    }
+    return NS_OK;
+}
+
+/* Every block's density-mechanism POINTERs (the model's mechanisms that have
+ * them): each instance's address from the settings (sim_net.dptrs, NULL
+ * net: none), a target on another cell through the copy of each step's
+ * start (snap_val, before the synapses' ones), then an error naming the
+ * first instance left unconnected. Before the INITIALs (ns_cpu_init): the
+ * copies hold the values they start from. */
+ns_status ns_net_density_pointers(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) {
+    const sim_model *m = sim->model;
+    sim_net *net = sim->net;
+    int64_t *blk = NULL;
+    int32_t *lane = NULL;
+    if (net) {
+        free(net->snap_src);
+        free(net->snap_val);
+        net->snap_src = malloc((size_t)(net->n_ptrs + net->n_dptrs + 1) * sizeof *net->snap_src);
+        net->snap_val = malloc((size_t)(net->n_ptrs + net->n_dptrs + 1) * sizeof *net->snap_val);
+        net->n_snap = net->n_dsnap = 0;
+        blk = malloc((size_t)(sim->n_cells + 1) * sizeof *blk);
+        lane = malloc((size_t)(sim->n_cells + 1) * sizeof *lane);
+        if (!net->snap_src || !net->snap_val || !blk || !lane) {
+            free(blk);
+            free(lane);
+            return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: POINTERs of %lld cells", (long long)sim->n_cells);
+        }
+        for (int64_t c = 0; c < sim->n_cells; ++c) blk[c] = -1;
+        for (int64_t b = 0; b < n_blocks; ++b)
+            for (int32_t q = 0; q < in[b].w; ++q)
+                if (in[b].cell[q] >= 0 && in[b].cell[q] < sim->n_cells) {
+                    blk[in[b].cell[q]] = b;
+                    lane[in[b].cell[q]] = q;
+                }
+    }
+    ns_status st = NS_OK;
+    for (int64_t b = 0; m && b < n_blocks && st == NS_OK; ++b) /* every address NULL */
+        for (int32_t k = 0; in[b].mech && k < m->n_mechs && st == NS_OK; ++k) {
+            double ***ptr = NULL;
+            if (m->mechs[k].desc->n_pointers > 0 && ns_model_block_instances(in[b].mech, k) > 0)
+                st = ns_model_block_pointers(in[b].mech, k, &ptr);
+        }
+    for (int64_t j = 0; net && j < net->n_dptrs && st == NS_OK; ++j) {
+        const net_dptr *p = &net->dptrs[j];
+        if (blk[p->cell] < 0 || blk[p->to.cell] < 0) continue; /* another process's cell */
+        const net_block_in *ib = &in[blk[p->cell]], *tb = &in[blk[p->to.cell]];
+        const sim_mech_shape *ms = &m->per_shape[(size_t)ib->shape * m->n_mechs + p->mech];
+        const int64_t inst = ns_net_instance_at(ms, p->node);
+        double *addr = target(sim, tb, lane[p->to.cell], &p->to);
+        if (!addr || inst < 0) {
+            const ns_mech_desc *d = m->mechs[p->mech].desc;
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: POINTER %s_%s at compartment %d of cell %lld reaches "
+                         "%s, which is not inserted at compartment %d of cell %lld",
+                         d->pointer_names[p->k], d->name, (int)p->node, (long long)p->cell,
+                         m->mechs[p->to.mech].desc->name, (int)p->to.node, (long long)p->to.cell);
+            break;
+        }
+        if (p->to.cell != p->cell) { /* another cell: through the copy of each step's start */
+            net->snap_src[net->n_snap] = addr;
+            addr = &net->snap_val[net->n_snap++];
+        }
+        double ***ptr = ns_model_block_pointer_arrays(ib->mech, p->mech);
+        ptr[p->k][(int64_t)ns_model_block_slot(ib->mech, p->mech, (int32_t)inst) * ib->w + lane[p->cell]] = addr;
+    }
+    free(blk);
+    free(lane);
+    if (st == NS_OK && sim->ptr_unset) density_unset(sim, n_blocks, in);
+    if (st == NS_OK && net) {
+        net->n_dsnap = net->n_snap;
+        ns_net_pointer_snapshot(net);
+    }
+    return st;
 }
 
 /* The instances of the block's synapses of catalogue entry `desc`. */
@@ -262,12 +390,10 @@ ns_status ns_net_build(ns_sim_t *sim, int64_t n_blocks, const net_block_in *in) 
     net->out_begin = calloc((size_t)net->n_sources + 1, sizeof *net->out_begin);
     net->out_order = malloc((size_t)(net->n_conns + 1) * sizeof *net->out_order);
     net->emit = malloc((size_t)(net->n_sources + 1) * sizeof *net->emit);
-    net->snap_src = malloc((size_t)(net->n_ptrs + 1) * sizeof *net->snap_src);
-    net->snap_val = malloc((size_t)(net->n_ptrs + 1) * sizeof *net->snap_val);
     net->build_in = in;
     net->build_n = n_blocks;
     if (!cells || !net->blocks || !net->syn_block || !net->syn_slot || !net->syn_inst || !net->out_begin ||
-        !net->out_order || !net->emit || !net->snap_src || !net->snap_val)
+        !net->out_order || !net->emit)
         st = ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld synapses", (long long)net->n_syns);
     if (st == NS_OK) {
         net->n_emit = 0; /* a loop interval visits these, not every detector */

@@ -231,7 +231,9 @@ ns_status ns_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, int64_
         leave(sim, caller);
     }
     if (st != NS_OK) goto fail;
+    sim->creating = 1;
     st = ns_sim_init(sim);
+    sim->creating = 0;
     if (st != NS_OK) goto fail;
     *out = sim;
     return NS_OK;
@@ -406,6 +408,8 @@ ns_status ns_sim_init(ns_sim_t *sim) {
     /* the host arrays' initial state, from which every backend's init starts: v at v_init (the
      * mechanisms' states are their INITIAL's) */
     for (int64_t i = 0; i < sim->n_comp; ++i) sim->v[i] = sim->params.v_init;
+    st = ns_net_density_unset(sim);
+    if (st != NS_OK) return st;
     const int caller = enter(sim);
     st = sim->ops->init(sim);
     leave(sim, caller);
@@ -446,6 +450,9 @@ ns_status ns_sim_advance(ns_sim_t *sim, int64_t steps) {
         return ns_fail(NS_ERR_INVALID_ARGUMENT,
                        "ns_sim_advance: synapses, sources or connections changed since ns_sim_init: call ns_sim_init "
                        "(they take effect there, as NEURON's finitialize)");
+    if (sim->ptr_unset)
+        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_advance: a density mechanism's POINTER is not connected "
+                       "(ns_sim_set_model_pointer, then ns_sim_init)");
     if (steps == 0) return NS_OK;
     ns_status st = ns_sim_index(sim);
     if (st != NS_OK) return st;

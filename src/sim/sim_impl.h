@@ -102,6 +102,8 @@ struct ns_sim {
     int64_t steps;
     double elapsed_ms;
     ns_status failed; /* what stopped the last run (NaN/Inf, a mechanism's error, ...; NS_OK: none): ns_sim_init is needed */
+    int creating;    /* ns_sim_create's own ns_sim_init: a density mechanism's POINTERs may be unconnected */
+    int ptr_unset;   /* such a POINTER was unconnected at the last init: ns_sim_advance refuses */
     int state_set;   /* ns_sim_set_state changed the host copy: push it before the next step */
 
     /* A sampler run after every sample_every-th step (the LFP, src/lfp):

@@ -65,4 +65,24 @@ static inline ns_mech_library_t *test_mech_from_files(const char *files, const c
     return dir ? test_mech_build(dir, name, NULL, skip) : NULL;
 }
 
+#ifdef NS_NVCC
+#include "neurosolve/device.h"
+
+/* The library of the files (as test_mech_copy takes them) built with this build's nvcc for its
+ * first architecture, for a GPU test; NULL and *skip set (the test then exits 77) without a GPU. */
+static inline ns_mech_library_t *test_mech_from_files_cuda(const char *files, const char *name, int *skip) {
+    int devices = 0;
+    if (ns_cuda_device_count(&devices) != NS_OK || devices == 0) {
+        printf("SKIP: no GPU\n");
+        *skip = 1;
+        return NULL;
+    }
+    ns_mechanisms_build_options bo = {0};
+    bo.nvcc = NS_NVCC;
+    bo.cuda_arch = NS_CUDA_ARCH;
+    char *dir = test_mech_copy(files);
+    return dir ? test_mech_build(dir, name, &bo, skip) : NULL;
+}
+#endif
+
 #endif

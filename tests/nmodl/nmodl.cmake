@@ -20,3 +20,8 @@ set_tests_properties(test_nmodl_neuron PROPERTIES LABELS matrix_skip)
 # test_nmodl_gpu_forms: BBP's and NEURON's mechanisms built a second time with the device's forms
 # of the generated arithmetic, on the host (a minute of compiling on 2 cores): "large".
 set_tests_properties(test_nmodl_gpu_forms PROPERTIES LABELS large)
+
+# test_nmodl_dpointer cuda: a density mechanism's POINTERs on the GPU loop (skips without a GPU).
+add_test(NAME test_nmodl_dpointer_cuda COMMAND test_nmodl_dpointer cuda)
+set_tests_properties(test_nmodl_dpointer_cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+ns_test_nvcc(test_nmodl_dpointer)

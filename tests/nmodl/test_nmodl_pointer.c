@@ -10,9 +10,9 @@
  *   2. a POINTER to an ion's variable: vgap -> ena makes gap a leak to ena,
  *      the same trace as pas with g = 1e2 / (area r), e = ena (to rounding);
  *   3. the refusals: an unknown POINTER name, an unconnected POINTER, a
- *      variable that is not there, a
- *      connection to a synapse without NET_RECEIVE, a density mechanism
- *      with a POINTER, all naming what is wrong;
+ *      variable that is not there, a connection to a synapse without
+ *      NET_RECEIVE, all naming what is wrong (a density mechanism's POINTERs:
+ *      test_nmodl_dpointer.c);
  *   4. the network file's `pointer` statement: the pair of part 1 from a
  *      file, bit for bit as through the C API;
  *   5. `test_nmodl_pointer cuda` (ctest test_nmodl_pointer_cuda; skips without

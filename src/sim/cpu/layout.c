@@ -408,6 +408,14 @@ oom:
 ns_status ns_cpu_init(ns_sim_t *sim) {
     ns_status e = ns_cpu_load_state(sim);
     cpu_state *st = sim->backend_state;
+    net_block_in *in = malloc((size_t)(st->n_blocks > 0 ? st->n_blocks : 1) * sizeof *in);
+    if (!in) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: %lld blocks", (long long)st->n_blocks);
+    for (int64_t b = 0; b < st->n_blocks; ++b) {
+        cpu_block *blk = &st->blocks[b];
+        in[b] = (net_block_in){blk->shape, blk->w, blk->cell, blk->mech, blk->v, st->shapes[blk->shape].pos};
+    }
+    /* the density mechanisms' POINTERs, which their INITIAL may read */
+    if (e == NS_OK) e = ns_net_density_pointers(sim, st->n_blocks, in);
     if (e == NS_OK) e = ns_model_tables_update(sim->model, st->tables, sim->params.celsius);
     for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) {
         cpu_block *blk = &st->blocks[b];
@@ -418,16 +426,10 @@ ns_status ns_cpu_init(ns_sim_t *sim) {
      * mechanisms' INITIAL, as NEURON's type order has them after pas */
     for (int64_t b = 0; b < st->n_blocks; ++b) st->blocks[b].net = NULL;
     if (e == NS_OK && sim->net) {
-        net_block_in *in = malloc((size_t)st->n_blocks * sizeof *in);
-        if (!in) return ns_fail(NS_ERR_OUT_OF_MEMORY, "network: %lld blocks", (long long)st->n_blocks);
-        for (int64_t b = 0; b < st->n_blocks; ++b) {
-            cpu_block *blk = &st->blocks[b];
-            in[b] = (net_block_in){blk->shape, blk->w, blk->cell, blk->mech, blk->v, st->shapes[blk->shape].pos};
-        }
         e = ns_net_build(sim, st->n_blocks, in);
-        free(in);
         for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) st->blocks[b].net = sim->net->blocks[b];
     }
+    free(in);
     for (int64_t b = 0; e == NS_OK && b < st->n_blocks; ++b) /* the synapse types: known from here */
         for (int32_t k = 0; e == NS_OK && st->blocks[b].net && k < st->blocks[b].net->n_points; ++k)
             e = thread_unsafe(sim, st->blocks[b].net->points[k].desc, st->threads);

@@ -206,6 +206,25 @@ ns_status ns_gpu_ftables_up(gpu_mech *gm, const ns_mech_desc *d, const ns_mech_f
     return st;
 }
 
+/* A density mechanism's POINTER slots on the device (their addresses: density_pointers, at each
+ * ns_gpu_model_init) and the placeholder an unconnected one reaches. */
+static ns_status pointers_alloc(gpu_mech *gm, const ns_mech_desc *desc, int64_t cnt) {
+    const size_t np = (size_t)desc->n_pointers;
+    double **rows[64];
+    if (np > 64)
+        return ns_fail(NS_ERR_UNSUPPORTED, "simulation: %s has %d POINTERs (GPU loop: at most 64)", desc->name,
+                       desc->n_pointers);
+    ns_status st = alloc_up(gm, (void **)&gm->ptr_addr, NULL, np * (size_t)cnt * sizeof(double *));
+    for (size_t r = 0; st == NS_OK && r < np; ++r) rows[r] = gm->ptr_addr + r * (size_t)cnt;
+    double ***rows_d = NULL;
+    if (st == NS_OK) st = alloc_up(gm, (void **)&rows_d, rows, np * sizeof *rows);
+    if (st == NS_OK) st = alloc_up(gm, (void **)&gm->ptr_unset, NULL, sizeof(double));
+    if (st == NS_OK && cudaMemset(gm->ptr_unset, 0, sizeof(double)) != cudaSuccess)
+        st = ns_fail(NS_ERR_CUDA, "simulation: POINTERs of %s", desc->name);
+    if (st == NS_OK) gm->p.pointer = (double *const *const *)rows_d;
+    return st;
+}
+
 ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const int64_t *cell_base, int64_t cells,
                               const int32_t *pos, double *v, double *rhs, double *d, gpu_model **out) {
     *out = NULL;
@@ -314,6 +333,7 @@ ns_status ns_gpu_model_create(const ns_sim_t *sim, const int64_t *cell_id, const
         nodes_h = NULL;
         if (st != NS_OK) break;
         ppack_bind(gm, g, cnt, nodes_d, fptr_d, globals_d, table_d, ions_d, ftab_d);
+        if (desc->n_pointers > 0 && (st = pointers_alloc(gm, desc, cnt)) != NS_OK) break;
         gm->p.error = ns_gpu_errors_record(&g->m_err, k); /* NULL: its device code cannot fail */
         if (!desc->cuda_init || !desc->cuda_current || !desc->cuda_state)
             st = ns_gpu_no_cuda_code("simulation: mechanism", desc);
@@ -499,6 +519,54 @@ static ns_status model_initial(const ns_sim_t *sim, gpu_model *g, cudaStream_t s
     return ns_gpu_hooks_run(sim, g, NS_MECH_AFTER_INITIAL, 0.0, 1, 0, stream);
 }
 
+/* Mechanism k's POINTERs in the group (its cells cell_id, local: the group's index of a
+ * simulation's cell, -1): the device address of each instance's target (ns_sim_set_model_pointer,
+ * the last setting wins), read and written in place; an unconnected one (ns_sim_create's
+ * initialisation only: ns_net_density_unset refuses it otherwise) the placeholder. */
+static ns_status density_pointers(const ns_sim_t *sim, gpu_model *g, int32_t k, const int64_t *cell_id,
+                                  const int64_t *cell_base, int64_t cells, const int64_t *local) {
+    const sim_model *model = g->model;
+    const ns_mech_desc *d = model->mechs[k].desc;
+    gpu_mech *gm = &g->m[k];
+    const size_t np = (size_t)d->n_pointers, n = (size_t)gm->p.n;
+    double **addr = calloc(np * n + 1, sizeof *addr);
+    int64_t *first = malloc((size_t)(cells + 1) * sizeof *first); /* each local cell's first instance */
+    if (!addr || !first) {
+        free(addr), free(first);
+        return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: POINTERs of %s", d->name);
+    }
+    first[0] = 0;
+    for (int64_t c = 0; c < cells; ++c)
+        first[c + 1] = first[c] + model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + k].n;
+    ns_status st = NS_OK;
+    for (int64_t j = 0; sim->net && j < sim->net->n_dptrs && st == NS_OK; ++j) {
+        const net_dptr *p = &sim->net->dptrs[j];
+        if (p->mech != k || local[p->cell] < 0) continue;
+        const int64_t tl = local[p->to.cell];
+        const int64_t inst = ns_net_instance_at(
+            &model->per_shape[(size_t)sim->cell_shape[p->cell] * model->n_mechs + k], p->node);
+        double *a = tl >= 0 ? ns_gpu_pointer_target(sim, g, cell_id, cell_base, tl, &p->to) : NULL;
+        if (tl < 0)
+            st = ns_fail(NS_ERR_UNSUPPORTED, "simulation: POINTER %s_%s at compartment %d of cell %lld: cell %lld is "
+                         "in another GPU group (a density mechanism's POINTERs reach the cells of its own group)",
+                         d->pointer_names[p->k], d->name, (int)p->node, (long long)p->cell, (long long)p->to.cell);
+        else if (!a || inst < 0)
+            st = ns_fail(NS_ERR_INVALID_ARGUMENT, "simulation: POINTER %s_%s at compartment %d of cell %lld reaches "
+                         "%s, which is not inserted at compartment %d of cell %lld", d->pointer_names[p->k], d->name,
+                         (int)p->node, (long long)p->cell, model->mechs[p->to.mech].desc->name, (int)p->to.node,
+                         (long long)p->to.cell);
+        else addr[(size_t)p->k * n + (size_t)(first[local[p->cell]] + inst)] = a;
+    }
+    for (size_t i = 0; i < np * n; ++i)
+        if (!addr[i]) addr[i] = gm->ptr_unset;
+    if (st == NS_OK && n > 0 &&
+        cudaMemcpy(gm->ptr_addr, addr, np * n * sizeof *addr, cudaMemcpyHostToDevice) != cudaSuccess)
+        st = ns_fail(NS_ERR_CUDA, "simulation: POINTERs of %s", d->name);
+    free(addr);
+    free(first);
+    return st;
+}
+
 ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *cell_id, const int64_t *cell_base,
                             int64_t cells, cudaStream_t stream) {
     const sim_model *model = g->model;
@@ -580,6 +648,16 @@ ns_status ns_gpu_model_init(const ns_sim_t *sim, gpu_model *g, const int64_t *ce
         free(f);
         if (st != NS_OK) return st;
     }
+    /* the density mechanisms' POINTERs, which their INITIAL may read */
+    int64_t *local = malloc((size_t)(sim->n_cells + 1) * sizeof *local);
+    if (!local) return ns_fail(NS_ERR_OUT_OF_MEMORY, "simulation: POINTERs");
+    for (int64_t c = 0; c < sim->n_cells; ++c) local[c] = -1;
+    for (int64_t c = 0; c < cells; ++c) local[cell_id[c]] = c;
+    for (int32_t k = 0; k < model->n_mechs && st == NS_OK; ++k)
+        if (model->mechs[k].desc->n_pointers > 0 && g->m[k].p.n > 0)
+            st = density_pointers(sim, g, k, cell_id, cell_base, cells, local);
+    free(local);
+    if (st != NS_OK) return st;
     /* NEURON's finitialize: Nernst, then the mechanisms' INITIAL (model_initial) */
     if ((st = nernst_of(sim, g, NULL, stream)) != NS_OK) return st;
     if ((st = model_initial(sim, g, stream)) != NS_OK) return st;

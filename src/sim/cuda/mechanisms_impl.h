@@ -50,6 +50,8 @@ typedef struct gpu_mech {
     ns_mech_ppack p;       /* device pointers; t, dt, celsius set per call */
     double *fields;        /* device: n_fields arrays of p.n */
     int constructed;       /* a point type: its host CONSTRUCTOR ran over these instances */
+    double **ptr_addr;     /* device: a density mechanism's POINTERs, n_pointers arrays of p.n addresses */
+    double *ptr_unset;     /* device: the double an unconnected one reaches (ns_sim_create's initialisation) */
     void *allocs[16];
     int n_allocs;
 } gpu_mech;
@@ -105,6 +107,13 @@ void ns_gpu_destruct(const gpu_model *g, const ns_mech_desc *d, const gpu_mech *
 
 /* A mechanism's FUNCTION_TABLEs on the device (sim/cuda/mechanisms.c). */
 ns_status ns_gpu_ftables_up(gpu_mech *gm, const ns_mech_desc *d, const ns_mech_ftable *t, const ns_mech_ftable **out);
+
+struct net_ptr;
+/* The device address of POINTER target `to` (its cell the group's local cell j): v, an ion's
+ * variable or a density mechanism's field (NULL: that mechanism is not inserted there;
+ * sim/cuda/mechanisms_points.c). */
+double *ns_gpu_pointer_target(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id,
+                              const int64_t *cell_base, int64_t j, const struct net_ptr *to);
 
 /* Node of compartment i of local cell j. */
 static inline int64_t node_at(const gpu_model *g, const int64_t *cell_base, int64_t j, int32_t i) {

@@ -140,6 +140,22 @@ ns_status ns_gpu_model_events_check(gpu_model *g) {
     return NS_OK;
 }
 
+double *ns_gpu_pointer_target(const ns_sim_t *sim, const gpu_model *g, const int64_t *cell_id,
+                              const int64_t *cell_base, int64_t j, const net_ptr *to) {
+    const sim_model *model = g->model;
+    const int64_t node = node_at(g, cell_base, j, to->node);
+    if (to->ion >= 0) return g->ion + (size_t)(5 * to->ion + to->q) * (size_t)g->nodes + (size_t)node;
+    if (to->mech < 0) return g->v + node;
+    const int32_t shape = sim->cell_shape[to->cell];
+    const int64_t inst = ns_net_instance_at(&model->per_shape[(size_t)shape * model->n_mechs + to->mech], to->node);
+    if (inst < 0) return NULL;
+    int64_t first = 0; /* the cell's instances follow those of the group's cells before it */
+    for (int64_t c = 0; c < j; ++c)
+        first += model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + to->mech].n;
+    const gpu_mech *tm = &g->m[to->mech];
+    return tm->fields + (size_t)to->field * (size_t)tm->p.n + (size_t)(first + inst);
+}
+
 /* The POINTERs of a point type's cnt instances (synapses ids[i]; local: the
  * group's cell of each cell) as device addresses: a cell's v, an ion's
  * variable or another mechanism's field at a compartment of a cell in the
@@ -150,7 +166,6 @@ static ns_status points_pointers(const ns_sim_t *sim, const gpu_model *g, gpu_me
                                  const int64_t *ids, int64_t cnt, const int64_t *local, const int64_t *cell_id,
                                  const int64_t *cell_base, double ****out) {
     const sim_net *net = sim->net;
-    const sim_model *model = g->model;
     const size_t np = (size_t)d->n_pointers, n = (size_t)(cnt > 0 ? cnt : 1);
     double **addr = malloc(np * n * sizeof *addr);
     double ***rows = malloc(np * sizeof *rows);
@@ -169,23 +184,10 @@ static ns_status points_pointers(const ns_sim_t *sim, const gpu_model *g, gpu_me
                              "tree group", (long long)ids[i], d->name, d->pointer_names[k], (long long)to->cell);
                 break;
             }
-            const int64_t node = node_at(g, cell_base, j, to->node);
-            double *a;
-            if (to->ion >= 0) a = g->ion + (size_t)(5 * to->ion + to->q) * (size_t)g->nodes + (size_t)node;
-            else if (to->mech < 0) a = g->v + node;
-            else {
-                const int32_t shape = sim->cell_shape[to->cell];
-                const int64_t inst = ns_net_instance_at(&model->per_shape[(size_t)shape * model->n_mechs + to->mech],
-                                                        to->node);
-                if (inst < 0) {
-                    st = ns_net_pointer_absent(sim, ids[i], d, k, to);
-                    break;
-                }
-                int64_t first = 0; /* the cell's instances follow those of the group's cells before it */
-                for (int64_t c = 0; c < j; ++c)
-                    first += model->per_shape[(size_t)sim->cell_shape[cell_id[c]] * model->n_mechs + to->mech].n;
-                const gpu_mech *tm = &g->m[to->mech];
-                a = tm->fields + (size_t)to->field * (size_t)tm->p.n + (size_t)(first + inst);
+            double *a = ns_gpu_pointer_target(sim, g, cell_id, cell_base, j, to);
+            if (!a) {
+                st = ns_net_pointer_absent(sim, ids[i], d, k, to);
+                break;
             }
             addr[(size_t)k * n + (size_t)i] = a;
         }
