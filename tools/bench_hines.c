@@ -309,9 +309,7 @@ static void write_json(const hines_opts *o, const rows *out, const char *device_
         json_int(&j, "block_size", r->block_size);
         json_double(&j, "ms", r->ms);
         json_double(&j, "speedup", r->speedup);
-        json_double(&j, "gbs", r->gbs);
-        if (r->copy_gbs > 0) json_double(&j, "copy_gbs", r->copy_gbs);
-        if (r->ratio >= 0) json_double(&j, "bw_ratio", r->ratio);
+        bench_json_bandwidth(&j, r->gbs, r->copy_gbs, r->ratio);
         if (r->layout_ms >= 0) json_double(&j, "layout_ms", r->layout_ms);
         json_double(&j, "max_rel_error", r->error);
         json_object_end(&j);

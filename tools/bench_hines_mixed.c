@@ -217,9 +217,7 @@ static void write_json(const mrows *rows, const char *device, const bench_cfg *c
         json_double(&j, "ms", r->ms);
         json_double(&j, "speedup_seq", r->vs_seq);
         if (r->vs_cell > 0) json_double(&j, "speedup_cell", r->vs_cell);
-        json_double(&j, "gbs", r->gbs);
-        if (r->copy_gbs > 0) json_double(&j, "copy_gbs", r->copy_gbs);
-        if (r->ratio >= 0) json_double(&j, "bw_ratio", r->ratio);
+        bench_json_bandwidth(&j, r->gbs, r->copy_gbs, r->ratio);
         if (r->layout_ms >= 0) json_double(&j, "layout_ms", r->layout_ms);
         json_double(&j, "gcomp_s", r->gcomps);
         json_double(&j, "max_rel_error", r->error);

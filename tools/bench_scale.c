@@ -46,14 +46,8 @@ int bench_scale(int argc, char **argv) {
         else if (strcmp(a, "--L") == 0) ok = cli_parse_long("bench scale", a, v, 2, 4096, &x), so.dictionary_l = (int32_t)x, ++i;
         else if (strcmp(a, "--theta") == 0) ok = cli_parse_long("bench scale", a, v, 1, 4096, &x), so.n_theta = (int32_t)x, ++i;
         else if (strcmp(a, "--seed") == 0) ok = cli_parse_long("bench scale", a, v, 0, 1LL << 62, &x), so.seed = (uint64_t)x, ++i;
-        else if (strcmp(a, "--grid") == 0) {
-            long long g[3];
-            int n = 0;
-            ok = cli_parse_long_list("bench scale", a, v, 1, 4096, g, 3, &n);
-            if (ok && n != 3) return cli_usage_error("bench scale", "--grid takes X,Y,Z");
-            for (int j = 0; ok && j < 3; ++j) so.grid[j] = (int32_t)g[j];
-            ++i;
-        } else if (strcmp(a, "--model") == 0 && v) model_dir = v, ++i;
+        else if (strcmp(a, "--grid") == 0) ok = cli_parse_grid("bench scale", a, v, 1, 4096, so.grid), ++i;
+        else if (strcmp(a, "--model") == 0 && v) model_dir = v, ++i;
         else if (strcmp(a, "--iters") == 0) ok = cli_parse_long("bench scale", a, v, 2, 1000000, &iters), ++i;
         else if (strcmp(a, "--threads") == 0) ok = cli_parse_long("bench scale", a, v, 1, 4096, &x), lo.threads = (int32_t)x, ++i;
         else if (strcmp(a, "--backend") == 0 && v) {

@@ -383,9 +383,7 @@ static void write_json(const sim_opts *o, const row *rows, int n_rows, const bas
         json_double(&j, "cell_steps_per_s", r->cell_steps_per_s);
         json_double(&j, "compartment_steps_per_s", r->comp_steps_per_s);
         json_double(&j, "bytes_per_compartment_step", r->bytes);
-        json_double(&j, "gbs", r->gbs);
-        if (r->copy_gbs > 0) json_double(&j, "copy_gbs", r->copy_gbs);
-        if (r->ratio >= 0) json_double(&j, "bw_ratio", r->ratio);
+        bench_json_bandwidth(&j, r->gbs, r->copy_gbs, r->ratio);
         if (r->vs_neuron >= 0) json_double(&j, "vs_neuron", r->vs_neuron);
         if (r->vs_arbor >= 0) json_double(&j, "vs_arbor", r->vs_arbor);
         json_object_end(&j);

@@ -77,6 +77,10 @@ int cli_parse_backend(const char *command, const char *option, const char *text,
 /* A comma-separated list of integers ("256,2560,25600"); at most `cap`. */
 int cli_parse_long_list(const char *command, const char *option, const char *text,
                         long long min, long long max, long long *values, int cap, int *count);
+/* A grid's size "X,Y,Z", each in [min, max], into grid[0..2] (unchanged on
+ * failure). */
+int cli_parse_grid(const char *command, const char *option, const char *text, long long min, long long max,
+                   int32_t grid[3]);
 
 /* The directory of bundled morphologies (NEUROSOLVE_DATA or the source
  * tree's data/morphologies). */
@@ -223,5 +227,9 @@ void json_string(cli_json *j, const char *key, const char *value);
 void json_int(cli_json *j, const char *key, long long value);
 void json_double(cli_json *j, const char *key, double value); /* NaN/Inf -> null */
 void json_bool(cli_json *j, const char *key, int value);
+/* A benchmark row's bandwidth (tools/cmd_bench.c): gbs; copy_gbs, the
+ * device's copy bandwidth, where measured (> 0); bw_ratio, gbs over it,
+ * where known (>= 0). */
+void bench_json_bandwidth(cli_json *j, double gbs, double copy_gbs, double ratio);
 
 #endif

@@ -189,6 +189,19 @@ int cli_parse_long_list(const char *command, const char *option, const char *tex
     return 1;
 }
 
+int cli_parse_grid(const char *command, const char *option, const char *text, long long min, long long max,
+                   int32_t grid[3]) {
+    long long g[3];
+    int n = 0;
+    if (!cli_parse_long_list(command, option, text, min, max, g, 3, &n)) return 0;
+    if (n != 3) {
+        cli_usage_error(command, "%s takes X,Y,Z", option);
+        return 0;
+    }
+    for (int k = 0; k < 3; ++k) grid[k] = (int32_t)g[k];
+    return 1;
+}
+
 const char *cli_morphology_dir(void) {
     const char *env = getenv("NEUROSOLVE_DATA");
     if (env && *env) return env;

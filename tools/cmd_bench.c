@@ -30,3 +30,9 @@ int cmd_bench(int argc, char **argv) {
         if (strcmp(argv[1], kinds[k].name) == 0) return kinds[k].run(argc - 1, argv + 1);
     return cli_usage_error("bench", "unknown benchmark '%s' (hines, tridiag, life, life-scale, sim, scale, grad)", argv[1]);
 }
+
+void bench_json_bandwidth(cli_json *j, double gbs, double copy_gbs, double ratio) {
+    json_double(j, "gbs", gbs);
+    if (copy_gbs > 0) json_double(j, "copy_gbs", copy_gbs);
+    if (ratio >= 0) json_double(j, "bw_ratio", ratio);
+}

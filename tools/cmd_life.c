@@ -170,14 +170,8 @@ static int synth(int argc, char **argv) {
         else if (strcmp(a, "--active") == 0) ok = cli_parse_double("life synth", a, v, 0, 1, &d), o.active_fraction = d, ++i;
         else if (strcmp(a, "--noise") == 0) ok = cli_parse_double("life synth", a, v, 0, 1e6, &d), o.noise = d, ++i;
         else if (strcmp(a, "--seed") == 0) ok = cli_parse_long("life synth", a, v, 0, 1LL << 62, &x), o.seed = (uint64_t)x, ++i;
-        else if (strcmp(a, "--grid") == 0) {
-            long long g[3];
-            int n = 0;
-            ok = cli_parse_long_list("life synth", a, v, 3, 2048, g, 3, &n);
-            if (ok && n != 3) return cli_usage_error("life synth", "--grid takes X,Y,Z");
-            for (int j = 0; ok && j < 3; ++j) o.grid[j] = (int32_t)g[j];
-            ++i;
-        } else if (strcmp(a, "--json") == 0) as_json = 1;
+        else if (strcmp(a, "--grid") == 0) ok = cli_parse_grid("life synth", a, v, 3, 2048, o.grid), ++i;
+        else if (strcmp(a, "--json") == 0) as_json = 1;
         else return cli_usage_error("life synth", "unknown option or missing value '%s'", a);
         if (!ok) return 2;
     }

@@ -114,13 +114,7 @@ static void write_dataset_description(const cohort *c) {
     json_string(&j, "Name", "LiFE connectome pruning (neurosolve life cohort)");
     json_string(&j, "BIDSVersion", "1.10.0");
     json_string(&j, "DatasetType", "derivative");
-    json_array_begin(&j, "GeneratedBy");
-    json_object_begin(&j, NULL);
-    json_string(&j, "Name", "neurosolve");
-    json_string(&j, "Version", ns_version());
-    json_string(&j, "Description", "life cohort: life build, life fit and life report per subject (docs/life.md)");
-    json_object_end(&j);
-    json_array_end(&j);
+    lc_json_generated_by(&j, "life cohort: life build, life fit and life report per subject (docs/life.md)");
     json_array_begin(&j, "SourceDatasets");
     json_object_begin(&j, NULL);
     char url[PATHN + 8];

@@ -322,14 +322,8 @@ int bench_life(int argc, char **argv) {
         else if (strcmp(o, "--L") == 0) ok = cli_parse_long("bench life", o, v, 2, 4096, &x), so.dictionary_l = (int32_t)x, ++i;
         else if (strcmp(o, "--theta") == 0) ok = cli_parse_long("bench life", o, v, 1, 4096, &x), so.n_theta = (int32_t)x, ++i;
         else if (strcmp(o, "--seed") == 0) ok = cli_parse_long("bench life", o, v, 0, 1LL << 62, &x), so.seed = (uint64_t)x, ++i;
-        else if (strcmp(o, "--grid") == 0) {
-            long long g[3];
-            int n = 0;
-            ok = cli_parse_long_list("bench life", o, v, 3, 2048, g, 3, &n);
-            if (ok && n != 3) return cli_usage_error("bench life", "--grid takes X,Y,Z");
-            for (int j = 0; ok && j < 3; ++j) so.grid[j] = (int32_t)g[j];
-            ++i;
-        } else if (strcmp(o, "--quick") == 0) quick = 1;
+        else if (strcmp(o, "--grid") == 0) ok = cli_parse_grid("bench life", o, v, 3, 2048, so.grid), ++i;
+        else if (strcmp(o, "--quick") == 0) quick = 1;
         else if (strcmp(o, "--no-products") == 0) no_products = 1;
         else if (strcmp(o, "--ref-variant") == 0 && v) {
             if (ns_life_variant_from_name(v, &B.ref) != NS_OK || B.ref == NS_LIFE_AUTO)

@@ -75,6 +75,8 @@ double lc_json_number(const char *text, const char *key);
 int lc_gunzip(const char *from, const char *to);
 int lc_copy_file(const char *from, const char *to);
 int lc_move_file(const char *from, const char *to);
+/* A BIDS dataset_description.json's "GeneratedBy": neurosolve, its version, `description`. */
+void lc_json_generated_by(cli_json *j, const char *description);
 
 int life_cohort(int argc, char **argv);
 int life_synth_cohort(int argc, char **argv);

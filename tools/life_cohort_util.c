@@ -176,3 +176,13 @@ int lc_copy_file(const char *from, const char *to) {
 int lc_move_file(const char *from, const char *to) {
     return rename(from, to) == 0 ? 0 : cli_error("%s: cannot move to %s: %s", from, to, strerror(errno));
 }
+
+void lc_json_generated_by(cli_json *j, const char *description) {
+    json_array_begin(j, "GeneratedBy");
+    json_object_begin(j, NULL);
+    json_string(j, "Name", "neurosolve");
+    json_string(j, "Version", ns_version());
+    json_string(j, "Description", description);
+    json_object_end(j);
+    json_array_end(j);
+}

@@ -96,13 +96,8 @@ int bench_life_scale(int argc, char **argv) {
         else if (strcmp(o, "--threads") == 0) ok = cli_parse_long("bench life-scale", o, val, 1, 4096, &x), threads = (int)x, ++i;
         else if (strcmp(o, "--length") == 0) ok = cli_parse_double("bench life-scale", o, val, 0.5, 1e6, &so.mean_length), ++i;
         else if (strcmp(o, "--seed") == 0) ok = cli_parse_long("bench life-scale", o, val, 0, 1LL << 62, &x), so.seed = (uint64_t)x, ++i;
-        else if (strcmp(o, "--grid") == 0) {
-            long long g[3];
-            int n = 0;
-            ok = cli_parse_long_list("bench life-scale", o, val, 2, 4096, g, 3, &n), ++i;
-            if (ok && n != 3) return cli_usage_error("bench life-scale", "--grid takes X,Y,Z");
-            for (int j = 0; ok && j < 3; ++j) so.grid[j] = (int32_t)g[j];
-        } else if (strcmp(o, "--backend") == 0 && val) {
+        else if (strcmp(o, "--grid") == 0) ok = cli_parse_grid("bench life-scale", o, val, 2, 4096, so.grid), ++i;
+        else if (strcmp(o, "--backend") == 0 && val) {
             if (strcmp(val, "cpu") == 0) want_gpu = 0;
             else if (strcmp(val, "cuda") == 0) want_cpu = 0;
             else if (strcmp(val, "all") != 0) return cli_usage_error("bench life-scale", "--backend takes cpu, cuda or all");

@@ -50,4 +50,34 @@ static inline cudaError_t ns_cuda_allow_shared(const void *func, size_t bytes) {
     return cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(bytes > most ? bytes : most));
 }
 
+/* The device memory a solver may plan for: `limit` when set (> 0), else the
+ * current device's free memory less a twentieth of it and `reserve` bytes. */
+static inline cudaError_t ns_cuda_memory_budget(size_t limit, size_t reserve, size_t *budget) {
+    *budget = limit;
+    if (limit > 0) return cudaSuccess;
+    size_t free_b = 0, total_b = 0;
+    const cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess) return e;
+    const size_t keep = free_b / 20 + reserve;
+    *budget = free_b > keep ? free_b - keep : 0;
+    return cudaSuccess;
+}
+
+/* Destroy the first n of `ev` and the stream q (those that are not null):
+ * a backend's queue and its events. */
+static inline void ns_cuda_queue_destroy(cudaStream_t q, cudaEvent_t *ev, int n) {
+    for (int k = 0; k < n; ++k)
+        if (ev[k]) cudaEventDestroy(ev[k]);
+    if (q) cudaStreamDestroy(q);
+}
+
+/* ns_cuda_allow_shared, then the largest shared-memory carveout for `func`
+ * (the kernels that keep their data in shared memory). */
+static inline cudaError_t ns_cuda_prefer_shared(const void *func, size_t bytes) {
+    cudaError_t e = ns_cuda_allow_shared(func, bytes);
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(func, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                (int)cudaSharedmemCarveoutMaxShared);
+}
+
 #endif

@@ -27,6 +27,19 @@ ns_status ns_cuda_resolve_device(int32_t requested, const char *who, int *device
 int ns_cuda_save_device(void);
 void ns_cuda_restore_device(int device);
 
+/* The calls of a handle on `device` (< 0: a CPU handle, nothing to do):
+ * ns_cuda_enter_device makes it current and returns the caller's device,
+ * which ns_cuda_leave_device makes current again. */
+static inline int ns_cuda_enter_device(int device) {
+    if (device < 0) return -1;
+    const int caller = ns_cuda_save_device();
+    if (caller != device) ns_cuda_restore_device(device);
+    return caller;
+}
+static inline void ns_cuda_leave_device(int device, int caller) {
+    if (device >= 0 && caller != device) ns_cuda_restore_device(caller);
+}
+
 /* Shared memory one block of `device` may opt in to [bytes]; 0 without CUDA. */
 size_t ns_cuda_optin_shared(int device);
 

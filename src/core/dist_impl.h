@@ -15,6 +15,12 @@ static inline ns_status ns_dist_agree(const ns_dist_t *d, ns_status local) { ret
 static inline ns_status ns_dist_check_same(const ns_dist_t *d, uint64_t hash, const char *what) {
     return d->ops.check_same(d->context, hash, what);
 }
+/* ns_mpi_agree_same's twin through the handle: agree on `local`, then check
+ * that `hash` (of `what`) is the same on every process. */
+static inline ns_status ns_dist_agree_same(const ns_dist_t *d, ns_status local, uint64_t hash, const char *what) {
+    const ns_status st = ns_dist_agree(d, local);
+    return st != NS_OK ? st : ns_dist_check_same(d, hash, what);
+}
 static inline ns_status ns_dist_allreduce(const ns_dist_t *d, void *values, int64_t count, ns_dist_type type,
                                           ns_dist_reduce op) {
     return d->ops.allreduce(d->context, values, count, type, op);

@@ -1,12 +1,13 @@
 /* core/dl.h: a library's functions into a table, loaded at run time. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/dl.h"
 
-void ns_dl_load(ns_dl_lib *lib) {
+static void load(ns_dl_lib *lib) {
     void *h = NULL;
     for (size_t i = 0; !h && i < lib->n_names; ++i) h = dlopen(lib->names[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -25,4 +26,14 @@ void ns_dl_load(ns_dl_lib *lib) {
         memcpy((char *)lib->api + lib->syms[i].offset, &f, sizeof f);
     }
     lib->loaded = 1;
+}
+
+int ns_dl_ready(ns_dl_lib *lib) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    if (!lib->tried) load(lib);
+    lib->tried = 1;
+    const int loaded = lib->loaded;
+    pthread_mutex_unlock(&lock);
+    return loaded;
 }

@@ -19,26 +19,27 @@ typedef struct ns_dl_sym {
 } ns_dl_sym;
 
 /* One library: the file names to try in order, its symbols, the table they
- * fill; loaded (1 once the table is filled) and why (the reason it is not)
- * are ns_dl_load's. */
+ * fill; tried, loaded (1 once the table is filled) and why (the reason it is
+ * not) are ns_dl_ready's. */
 typedef struct ns_dl_lib {
     const char *const *names;
     size_t n_names;
     const ns_dl_sym *syms;
     size_t n_syms;
     void *api;
+    int tried;
     int loaded;
     char why[512];
 } ns_dl_lib;
 
 /* An ns_dl_lib of the arrays `names` and `syms` filling *api. */
 #define NS_DL_LIB(names, syms, api) \
-    {(names), sizeof(names) / sizeof *(names), (syms), sizeof(syms) / sizeof *(syms), (api), 0, ""}
+    {(names), sizeof(names) / sizeof *(names), (syms), sizeof(syms) / sizeof *(syms), (api), 0, 0, ""}
 
-/* dlopen the first of lib's names that loads and fill its table with its
- * symbols; the handle stays open for the process. Sets lib->loaded (1 on
- * success) or lib->why. Not thread-safe: a loader calls it once
- * (pthread_once). */
-void ns_dl_load(ns_dl_lib *lib);
+/* On the first call for lib (thread-safe): dlopen the first of lib's names
+ * that loads and fill its table with its symbols; the handle stays open for
+ * the process. Returns lib->loaded: 1 when the table is filled, else 0 with
+ * the reason in lib->why. */
+int ns_dl_ready(ns_dl_lib *lib);
 
 #endif

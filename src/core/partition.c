@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/partition.h"
 #include "neurosolve/dist.h"
 
 typedef struct item {
@@ -45,6 +46,30 @@ static void heap_down(heap *h, int32_t i) {
     }
 }
 
+int ns_lpt(int64_t n_items, const int64_t *weight, int32_t n_parts, int64_t *load, int32_t *owner, int64_t *order) {
+    item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
+    heap h = {malloc((size_t)n_parts * sizeof(int32_t)), load, n_parts};
+    if (!items || !h.part) {
+        free(items);
+        free(h.part);
+        return 0;
+    }
+    for (int64_t i = 0; i < n_items; ++i) items[i] = (item){weight[i], i};
+    qsort(items, (size_t)n_items, sizeof *items, by_weight_desc);
+    for (int32_t p = 0; p < n_parts; ++p) h.part[p] = p;
+    for (int32_t i = n_parts / 2 - 1; i >= 0; --i) heap_down(&h, i); /* the starting loads' heap */
+    for (int64_t k = 0; k < n_items; ++k) {
+        const int32_t p = h.part[0]; /* the least loaded part */
+        owner[items[k].index] = p;
+        h.load[p] += items[k].weight;
+        if (order) order[k] = items[k].index;
+        heap_down(&h, 0);
+    }
+    free(items);
+    free(h.part);
+    return 1;
+}
+
 ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_parts, int32_t *owner,
                            int64_t *load) {
     if (n_items < 0 || n_parts < 1 || (n_items > 0 && (!weight || !owner)))
@@ -54,29 +79,13 @@ ns_status ns_partition_lpt(int64_t n_items, const int64_t *weight, int32_t n_par
         if (weight[i] < 0)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_partition_lpt: weight[%lld] = %lld is negative",
                            (long long)i, (long long)weight[i]);
-    item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
-    heap h = {malloc((size_t)n_parts * sizeof(int32_t)), calloc((size_t)n_parts, sizeof(int64_t)), n_parts};
-    if (!items || !h.part || !h.load) {
-        free(items);
-        free(h.part);
-        free(h.load);
+    int64_t *part_load = calloc((size_t)n_parts, sizeof *part_load);
+    if (!part_load || !ns_lpt(n_items, weight, n_parts, part_load, owner, NULL)) {
+        free(part_load);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "ns_partition_lpt: %lld items", (long long)n_items);
     }
-    for (int64_t i = 0; i < n_items; ++i) items[i] = (item){weight[i], i};
-    qsort(items, (size_t)n_items, sizeof *items, by_weight_desc);
-    /* All loads are 0, so parts in index order already form a heap. */
-    for (int32_t p = 0; p < n_parts; ++p) h.part[p] = p;
-    for (int64_t k = 0; k < n_items; ++k) {
-        const int32_t p = h.part[0]; /* the least loaded part */
-        owner[items[k].index] = p;
-        h.load[p] += items[k].weight;
-        heap_down(&h, 0);
-    }
-    if (load)
-        for (int32_t p = 0; p < n_parts; ++p) load[p] = h.load[p];
-    free(items);
-    free(h.part);
-    free(h.load);
+    if (load) memcpy(load, part_load, (size_t)n_parts * sizeof *load);
+    free(part_load);
     return NS_OK;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "hines/contract.h"
 
@@ -519,24 +520,13 @@ static int64_t form_groups(layout_build *B, int64_t n_cells) {
 /* L's per-group and per-template arrays for ng groups (tcap templates), and
  * the template hash; 1 when all were allocated. */
 static int alloc_groups(ns_contract_layout *L, layout_build *B, int64_t ng, size_t tcap) {
-    L->g_base = malloc((size_t)ng * sizeof *L->g_base);
-    L->g_tmpl = malloc((size_t)ng * sizeof *L->g_tmpl);
-    L->g_scratch = malloc((size_t)ng * sizeof *L->g_scratch);
-    L->small = malloc((size_t)ng * sizeof *L->small);
-    L->medium = malloc((size_t)ng * sizeof *L->medium);
-    L->large = malloc((size_t)ng * sizeof *L->large);
-    L->big = malloc((size_t)ng * sizeof *L->big);
-    B->htab = malloc((size_t)B->hcap * sizeof *B->htab); /* group of each template's first use */
-    B->tfirst = malloc(tcap * sizeof *B->tfirst);
-    L->t_nodes = malloc(tcap * sizeof *L->t_nodes);
-    L->t_rounds = malloc(tcap * sizeof *L->t_rounds);
-    L->t_rt = malloc(tcap * sizeof *L->t_rt);
-    L->t_tail = malloc(tcap * sizeof *L->t_tail);
-    L->t_head = malloc(tcap * sizeof *L->t_head);
-    L->t_map = malloc(tcap * sizeof *L->t_map);
-    return !(!L->g_base || !L->g_tmpl || !L->g_scratch || !L->small || !L->medium || !L->large || !L->big ||
-             !B->htab || !B->tfirst || !L->t_nodes || !L->t_rounds || !L->t_rt || !L->t_tail || !L->t_head ||
-             !L->t_map);
+    const ns_array_spec arrays[] = {
+        NS_ARRAY(L->g_base, ng), NS_ARRAY(L->g_tmpl, ng), NS_ARRAY(L->g_scratch, ng), NS_ARRAY(L->small, ng),
+        NS_ARRAY(L->medium, ng), NS_ARRAY(L->large, ng), NS_ARRAY(L->big, ng),
+        NS_ARRAY(B->htab, B->hcap), /* group of each template's first use */
+        NS_ARRAY(B->tfirst, tcap), NS_ARRAY(L->t_nodes, tcap), NS_ARRAY(L->t_rounds, tcap), NS_ARRAY(L->t_rt, tcap),
+        NS_ARRAY(L->t_tail, tcap), NS_ARRAY(L->t_head, tcap), NS_ARRAY(L->t_map, tcap)};
+    return ns_alloc_arrays(arrays, sizeof arrays / sizeof *arrays);
 }
 
 /* Group g's base, scratch and kind (small, medium, large or big). */

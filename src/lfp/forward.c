@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "lfp/kernel.h"
 #include "lfp/lfp_impl.h"
 
@@ -14,18 +15,13 @@
 
 static const char *const METHODS[3] = {"linesource", "root_as_point", "pointsource"};
 
-const char *ns_lfp_method_name(ns_lfp_method m) {
-    return (unsigned)m < 3 ? METHODS[m] : "?";
-}
+const char *ns_lfp_method_name(ns_lfp_method m) { return ns_name_of(METHODS, 3, (int)m, "?"); }
 
 ns_status ns_lfp_method_from_name(const char *name, ns_lfp_method *out) {
     if (!name || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_lfp_method_from_name: NULL argument");
-    for (int k = 0; k < 3; ++k)
-        if (strcmp(name, METHODS[k]) == 0) {
-            *out = (ns_lfp_method)k;
-            return NS_OK;
-        }
-    return ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP method '%s': expected linesource, root_as_point or pointsource",
+    const int k = ns_name_index(METHODS, 3, name);
+    if (k >= 0) *out = (ns_lfp_method)k;
+    return k >= 0 ? NS_OK : ns_fail(NS_ERR_INVALID_ARGUMENT, "LFP method '%s': expected linesource, root_as_point or pointsource",
                    name);
 }
 

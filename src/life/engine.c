@@ -20,16 +20,8 @@ static const ns_life_variant candidates[] = {NS_LIFE_COEFF_ATOM, NS_LIFE_COEFF_V
 
 /* A CUDA engine's calls run on its device and give the caller's current
  * device back (core/device_impl.h). */
-static int enter(const ns_life_engine_t *e) {
-    if (e->device < 0) return -1;
-    const int caller = ns_cuda_save_device();
-    if (caller != e->device) ns_cuda_restore_device(e->device);
-    return caller;
-}
-
-static void leave(const ns_life_engine_t *e, int caller) {
-    if (e->device >= 0 && caller != e->device) ns_cuda_restore_device(caller);
-}
+static int enter(const ns_life_engine_t *e) { return ns_cuda_enter_device(e->device); }
+static void leave(const ns_life_engine_t *e, int caller) { ns_cuda_leave_device(e->device, caller); }
 
 int ns_life_engine_supports(const ns_life_engine_t *e, ns_life_variant v) {
     if (!e || v <= NS_LIFE_AUTO || (int)v >= NS_LIFE_VARIANT_ALL) return 0;

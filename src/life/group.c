@@ -335,20 +335,10 @@ static ns_status run(gsolver *s, double *w, double *history) {
                 break;
             }
         }
-        if (gm < opt->tol_gradient) {
-            res->stop = NS_LIFE_STOP_GRADIENT;
-            break;
-        }
-        if (it > 1 && gm < opt->rtol_gradient * res->projected_gradient_start) {
-            res->stop = NS_LIFE_STOP_GRADIENT_RELATIVE;
-            break;
-        }
-        if (it > 1 && fabs(F - Fprev) < opt->tol_objective) {
-            res->stop = NS_LIFE_STOP_OBJECTIVE;
-            break;
-        }
-        if (it > 1 && fabs(F - Fprev) < opt->rtol_objective * fabs(F)) {
-            res->stop = NS_LIFE_STOP_OBJECTIVE_RELATIVE;
+        const int stop =
+            ns_life_stop_rule(opt, res->projected_gradient_start, gm, it > 1, it > 1, fabs(F - Fprev), fabs(F));
+        if (stop >= 0) {
+            res->stop = (ns_life_stop)stop;
             break;
         }
     }

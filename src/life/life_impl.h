@@ -9,6 +9,20 @@
 #include "core/registry.h"
 #include "neurosolve/life.h"
 
+/* The fits' stopping rules, in order: the projected gradient g below
+ * tol_gradient, or (from the second iteration, `later`) below rtol_gradient x
+ * g_start; the objective's change `change` (where `compare`: two objectives
+ * to compare) below tol_objective, or below rtol_objective x `scale`. The
+ * NS_LIFE_STOP_* reason, or -1 to go on. */
+static inline int ns_life_stop_rule(const ns_life_fit_options *opt, double g_start, double g, int later, int compare,
+                                    double change, double scale) {
+    if (g < opt->tol_gradient) return NS_LIFE_STOP_GRADIENT;
+    if (later && g < opt->rtol_gradient * g_start) return NS_LIFE_STOP_GRADIENT_RELATIVE;
+    if (compare && change < opt->tol_objective) return NS_LIFE_STOP_OBJECTIVE;
+    if (compare && change < opt->rtol_objective * scale) return NS_LIFE_STOP_OBJECTIVE_RELATIVE;
+    return -1;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "life/life_impl.h"
 
 ns_status ns_life_model_create(int32_t n_theta, int32_t n_atoms, int32_t n_voxels,
@@ -146,17 +147,14 @@ static const char *variant_names[NS_LIFE_VARIANT_ALL] = {
     "voxel-voxel", "voxel-f32d", "voxel-f16d", "voxel-lr16d", "voxel-sh"};
 
 const char *ns_life_variant_name(ns_life_variant v) {
-    return (int)v >= 0 && (int)v < NS_LIFE_VARIANT_ALL ? variant_names[v] : "unknown";
+    return ns_name_of(variant_names, NS_LIFE_VARIANT_ALL, (int)v, "unknown");
 }
 
 ns_status ns_life_variant_from_name(const char *name, ns_life_variant *v) {
     if (!name || !v) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_variant_from_name: NULL argument");
-    for (int i = 0; i < NS_LIFE_VARIANT_ALL; ++i)
-        if (strcmp(name, variant_names[i]) == 0) {
-            *v = (ns_life_variant)i;
-            return NS_OK;
-        }
-    return ns_fail(NS_ERR_INVALID_ARGUMENT,
+    const int k = ns_name_index(variant_names, NS_LIFE_VARIANT_ALL, name);
+    if (k >= 0) *v = (ns_life_variant)k;
+    return k >= 0 ? NS_OK : ns_fail(NS_ERR_INVALID_ARGUMENT,
                    "unknown LiFE variant '%s' (auto, naive, naive-atom, naive-voxel, coeff-atom, "
                    "coeff-voxel, atom-atom, voxel-voxel; CUDA: voxel-f32d, voxel-f16d, voxel-lr16d, voxel-sh)", name);
 }

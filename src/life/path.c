@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "life/life_impl.h"
@@ -32,18 +33,13 @@
 
 static const char *const penalty_names[] = {"lambda", "ridge", "group"};
 
-const char *ns_life_penalty_name(ns_life_penalty p) {
-    return (int)p >= 0 && (int)p < 3 ? penalty_names[p] : "unknown";
-}
+const char *ns_life_penalty_name(ns_life_penalty p) { return ns_name_of(penalty_names, 3, (int)p, "unknown"); }
 
 ns_status ns_life_penalty_from_name(const char *name, ns_life_penalty *p) {
     if (!name || !p) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_penalty_from_name: NULL argument");
-    for (int k = 0; k < 3; ++k)
-        if (strcmp(name, penalty_names[k]) == 0) {
-            *p = (ns_life_penalty)k;
-            return NS_OK;
-        }
-    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE penalty '%s' (lambda, ridge or group)", name);
+    const int k = ns_name_index(penalty_names, 3, name);
+    if (k >= 0) *p = (ns_life_penalty)k;
+    return k >= 0 ? NS_OK : ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown LiFE penalty '%s' (lambda, ridge or group)", name);
 }
 
 /* The 1se-gain rule's floor: 5 % of the gain for the group penalty and the ridge (the phantoms'
@@ -54,18 +50,13 @@ double ns_life_cv_gain_tolerance(ns_life_penalty penalty) { return penalty == NS
 
 static const char *const rule_names[] = {"1se", "min", "1se-gain"};
 
-const char *ns_life_cv_rule_name(ns_life_cv_rule r) {
-    return (int)r >= 0 && (int)r < 3 ? rule_names[r] : "unknown";
-}
+const char *ns_life_cv_rule_name(ns_life_cv_rule r) { return ns_name_of(rule_names, 3, (int)r, "unknown"); }
 
 ns_status ns_life_cv_rule_from_name(const char *name, ns_life_cv_rule *r) {
     if (!name || !r) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_life_cv_rule_from_name: NULL argument");
-    for (int k = 0; k < 3; ++k)
-        if (strcmp(name, rule_names[k]) == 0) {
-            *r = (ns_life_cv_rule)k;
-            return NS_OK;
-        }
-    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown cross-validation rule '%s' (1se-gain, 1se or min)", name);
+    const int k = ns_name_index(rule_names, 3, name);
+    if (k >= 0) *r = (ns_life_cv_rule)k;
+    return k >= 0 ? NS_OK : ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown cross-validation rule '%s' (1se-gain, 1se or min)", name);
 }
 
 void ns_life_path_options_init(ns_life_path_options *o) {

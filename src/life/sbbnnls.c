@@ -237,20 +237,13 @@ static ns_status run(solver *s, double *w, double *history) {
             res->setup_seconds = (ns_time_ms() - t0) * 1e-3;
             if (!from) res->projected_gradient_start = pg;
         }
-        if (pg < opt->tol_gradient) {
-            res->stop = NS_LIFE_STOP_GRADIENT;
-            break;
-        }
-        if (it > 1 && pg < opt->rtol_gradient * res->projected_gradient_start) {
-            res->stop = NS_LIFE_STOP_GRADIENT_RELATIVE;
-            break;
-        }
-        if (it > 2 && history && fabs(history[it - 2] - history[it - 3]) < opt->tol_objective) {
-            res->stop = NS_LIFE_STOP_OBJECTIVE;
-            break;
-        }
-        if (it > 2 && history && fabs(history[it - 2] - history[it - 3]) < opt->rtol_objective * history[it - 2]) {
-            res->stop = NS_LIFE_STOP_OBJECTIVE_RELATIVE;
+        /* the objective's change over the last two updates, where recorded */
+        const int compare = it > 2 && history;
+        const int stop = ns_life_stop_rule(opt, res->projected_gradient_start, pg, it > 1, compare,
+                                           compare ? fabs(history[it - 2] - history[it - 3]) : 0.0,
+                                           compare ? history[it - 2] : 0.0);
+        if (stop >= 0) {
+            res->stop = (ns_life_stop)stop;
             break;
         }
         if (it >= opt->max_iterations) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "morph/cell_impl.h"
 #include "morph/discretize_impl.h"
@@ -98,24 +99,18 @@ static ns_status build_full(const disc_sections *S, const ns_discretize_options 
     if (total > INT32_MAX / 2) return ns_fail(NS_ERR_SIZE, "discretise: %lld compartments", (long long)total);
     size_t n = (size_t)total;
     f->n = (int32_t)total;
-    f->parent = malloc(n * sizeof *f->parent);
-    f->area = malloc(n * sizeof *f->area);
-    f->diam = malloc(n * sizeof *f->diam);
-    f->ri = malloc(n * sizeof *f->ri);
-    f->x = malloc(n * sizeof *f->x);
-    f->section = malloc(n * sizeof *f->section);
-    f->junction = malloc(n);
-    f->end_node = malloc((size_t)S->n * sizeof *f->end_node);
-    f->at0_node = malloc((size_t)S->n * sizeof *f->at0_node);
-    f->seg = malloc(n * 6 * sizeof *f->seg);
-    double *area = malloc((size_t)maxseg * 2 * sizeof *area), *diam = area + maxseg;
-    double *rhalf = malloc((size_t)maxseg * 2 * sizeof *rhalf);
-    if (!f->parent || !f->area || !f->diam || !f->ri || !f->x || !f->section || !f->junction || !f->end_node ||
-        !f->at0_node || !f->seg || !area || !rhalf) {
+    double *area, *rhalf;
+    const ns_array_spec arrays[] = {
+        NS_ARRAY(f->parent, n),   NS_ARRAY(f->area, n),        NS_ARRAY(f->diam, n),
+        NS_ARRAY(f->ri, n),       NS_ARRAY(f->x, n),           NS_ARRAY(f->section, n),
+        NS_ARRAY(f->junction, n), NS_ARRAY(f->end_node, S->n), NS_ARRAY(f->at0_node, S->n),
+        NS_ARRAY(f->seg, n * 6),  NS_ARRAY(area, maxseg * 2),  NS_ARRAY(rhalf, maxseg * 2)};
+    if (!ns_alloc_arrays(arrays, sizeof arrays / sizeof *arrays)) {
         free(area);
         free(rhalf);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "discretise: %lld nodes", (long long)total);
     }
+    double *diam = area + maxseg;
     f->parent[0] = -1;
     f->area[0] = f->diam[0] = 0.0;
     f->ri[0] = 0.0;
@@ -241,15 +236,11 @@ static ns_status assemble(ns_cell_t *c, full_nodes *f, const unsigned char *keep
     if (!newidx) return ns_fail(NS_ERR_OUT_OF_MEMORY, "discretise: %d nodes", (int)n);
     for (int32_t i = 0; i < n; ++i) newidx[i] = keep[i] ? m++ : -1;
     size_t sz = (size_t)m;
-    int32_t *parent = malloc(sz * sizeof *parent);
-    c->area = malloc(sz * sizeof *c->area);
-    c->diam = malloc(sz * sizeof *c->diam);
-    c->g_axial = malloc(sz * sizeof *c->g_axial);
-    c->type = malloc(sz * sizeof *c->type);
-    c->section = malloc(sz * sizeof *c->section);
-    c->x = malloc(sz * sizeof *c->x);
-    c->seg = malloc(sz * 6 * sizeof *c->seg);
-    if (!parent || !c->area || !c->diam || !c->g_axial || !c->type || !c->section || !c->x || !c->seg) {
+    int32_t *parent;
+    const ns_array_spec arrays[] = {NS_ARRAY(parent, sz),     NS_ARRAY(c->area, sz),    NS_ARRAY(c->diam, sz),
+                                    NS_ARRAY(c->g_axial, sz), NS_ARRAY(c->type, sz),    NS_ARRAY(c->section, sz),
+                                    NS_ARRAY(c->x, sz),       NS_ARRAY(c->seg, sz * 6)};
+    if (!ns_alloc_arrays(arrays, sizeof arrays / sizeof *arrays)) {
         free(newidx);
         free(parent);
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "discretise: %d compartments", (int)m);

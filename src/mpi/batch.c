@@ -63,9 +63,7 @@ ns_status ns_mpi_batch_create(MPI_Comm comm, int32_t n_shapes, const ns_tree_t *
     if (out) *out = NULL;
     ns_status st = out ? check_args(n_shapes, shapes, n_cells, cell_shape)
                        : ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_batch_create: out is NULL");
-    st = ns_mpi_agree(comm, st);
-    if (st != NS_OK) return st;
-    st = ns_mpi_check_same(comm, ns_mpi_hash_trees(NS_MPI_HASH_INIT, n_shapes, shapes, n_cells, cell_shape),
+    st = ns_mpi_agree_same(comm, st, ns_mpi_hash_trees(NS_MPI_HASH_INIT, n_shapes, shapes, n_cells, cell_shape),
                            "the batch (shapes, cell count, cell shapes)");
     if (st != NS_OK) return st;
     ns_mpi_batch_t *b = calloc(1, sizeof *b);

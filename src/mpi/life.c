@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "neurosolve/mpi.h"
+#include "mpi/mpi_impl.h"
 
 static uint64_t hash_model(const ns_life_model_t *g) {
     /* the accessors hand out writable arrays; nothing is written here */
@@ -30,9 +30,7 @@ ns_status ns_mpi_life_partition(MPI_Comm comm, const ns_life_model_t *global, ns
                                 int32_t *first_voxel, int32_t *n_voxels) {
     if (local) *local = NULL;
     ns_status st = global && local ? NS_OK : ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_mpi_life_partition: NULL argument");
-    st = ns_mpi_agree(comm, st);
-    if (st != NS_OK) return st;
-    st = ns_mpi_check_same(comm, hash_model(global), "the LiFE model");
+    st = ns_mpi_agree_same(comm, st, hash_model(global), "the LiFE model");
     if (st != NS_OK) return st;
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);

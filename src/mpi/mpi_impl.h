@@ -10,6 +10,14 @@
 uint64_t ns_mpi_hash_trees(uint64_t h, int32_t n_shapes, const ns_tree_t *const *shapes, int64_t n_cells,
                            const int32_t *cell_shape);
 
+/* Collective, the opening of a call that every process makes with the same
+ * arguments: agree on `local` (each process's check of its arguments), then
+ * check that `hash` (of what must be the same, named `what`) is. */
+static inline ns_status ns_mpi_agree_same(MPI_Comm comm, ns_status local, uint64_t hash, const char *what) {
+    const ns_status st = ns_mpi_agree(comm, local);
+    return st != NS_OK ? st : ns_mpi_check_same(comm, hash, what);
+}
+
 /* Collective: gather per-cell Flat arrays (rank r holds rank_len[r] values,
  * its cells in increasing global order) into the global layout on root
  * (root < 0: everywhere). Starts with an agreement. */

@@ -212,16 +212,25 @@ static void header_of(const ns_sim_t *sim, ck_header *h) {
     h->dt = sim->params.dt;
 }
 
-ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
-    if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_save_state: NULL argument");
-    if (sim->dist) return ns_dist_sim_refuse("ns_sim_save_state");
+/* What ns_sim_save_state and ns_sim_restore_state (fn) check first: a
+ * simulation of this process without a network; `done` says what is refused
+ * ("checkpointed", "restored"). */
+static ns_status check_checkpoint(const ns_sim_t *sim, const char *path, const char *fn, const char *done) {
+    if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    if (sim->dist) return ns_dist_sim_refuse(fn);
     if (ns_sim_synapses(sim) > 0 || ns_sim_sources(sim) > 0)
-        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation with a network cannot be checkpointed yet: its "
-                                           "synapses' states and queued events are not saved", path);
+        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation with a network cannot be %s yet: its "
+                                           "synapses' states and queued events are not saved", path, done);
+    return NS_OK;
+}
+
+ns_status ns_sim_save_state(ns_sim_t *sim, const char *path) {
+    ns_status st = check_checkpoint(sim, path, "ns_sim_save_state", "checkpointed");
+    if (st != NS_OK) return st;
     if (sim->failed != NS_OK)
         return ns_fail(sim->failed, "checkpoint %s: the simulation stopped %s; its state is not saved", path,
                        ns_sim_failed_what(sim));
-    ns_status st = ns_sim_index(sim);
+    st = ns_sim_index(sim);
     if (st != NS_OK) return st;
     ck_names nm;
     if ((st = names_of(sim, &nm)) != NS_OK) return st;
@@ -547,12 +556,9 @@ static ns_status apply_contents(ns_sim_t *sim, const ck_names *nm, ck_contents *
 }
 
 ns_status ns_sim_restore_state(ns_sim_t *sim, const char *path) {
-    if (!sim || !path) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_restore_state: NULL argument");
-    if (sim->dist) return ns_dist_sim_refuse("ns_sim_restore_state");
-    if (ns_sim_synapses(sim) > 0 || ns_sim_sources(sim) > 0)
-        return ns_fail(NS_ERR_UNSUPPORTED, "checkpoint %s: a simulation with a network cannot be restored yet: its "
-                                           "synapses' states and queued events are not saved", path);
-    ns_status st = ns_sim_index(sim);
+    ns_status st = check_checkpoint(sim, path, "ns_sim_restore_state", "restored");
+    if (st != NS_OK) return st;
+    st = ns_sim_index(sim);
     if (st != NS_OK) return st;
     ck_names nm = {0, NULL};
     ck_contents c;

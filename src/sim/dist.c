@@ -126,9 +126,7 @@ ns_status ns_dist_sim_create(int32_t n_shapes, const ns_cell_t *const *shapes, i
     if (!out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_create: out is NULL");
     *out = NULL;
     ns_status st = check_args(n_shapes, shapes, n_cells, cell_shape, params);
-    st = ns_dist_agree(d, st);
-    if (st != NS_OK) return st;
-    st = ns_dist_check_same(d, hash_population(n_shapes, shapes, n_cells, cell_shape, params),
+    st = ns_dist_agree_same(d, st, hash_population(n_shapes, shapes, n_cells, cell_shape, params),
                             "the population (morphologies, cells, parameters)");
     if (st != NS_OK) return st;
     sim_dist *s = calloc(1, sizeof *s);

@@ -268,6 +268,15 @@ static net_source *new_source(sim_net *net) {
     return s;
 }
 
+/* The source new_source gave, filled in, counted: its index into *source
+ * (unless NULL). */
+static ns_status count_source(sim_net *net, int64_t *source) {
+    if (source) *source = net->n_sources;
+    net->n_sources++;
+    net->dirty = 1;
+    return NS_OK;
+}
+
 ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, double threshold, int64_t *source) {
     const char *fn = "ns_sim_add_detector";
     if (sim && sim->dist) return ns_dist_sim_add_detector(sim->dist, cell, compartment, threshold, source);
@@ -284,10 +293,7 @@ ns_status ns_sim_add_detector(ns_sim_t *sim, int64_t cell, int32_t compartment, 
     s->cell = cell;
     s->node = compartment;
     s->threshold = threshold;
-    if (source) *source = net->n_sources;
-    net->n_sources++;
-    net->dirty = 1;
-    return NS_OK;
+    return count_source(net, source);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -321,10 +327,7 @@ ns_status ns_sim_add_spike_source(ns_sim_t *sim, const double *times, int64_t co
     s->node = -1;
     s->times = copy;
     s->n_times = count;
-    if (source) *source = net->n_sources;
-    net->n_sources++;
-    net->dirty = 1;
-    return NS_OK;
+    return count_source(net, source);
 }
 
 ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start, double stop, uint64_t seed,
@@ -350,10 +353,7 @@ ns_status ns_sim_add_poisson_source(ns_sim_t *sim, double rate_hz, double start,
     s->stop = stop;
     s->seed = seed;
     ns_net_poisson_reset(s);
-    if (source) *source = net->n_sources;
-    net->n_sources++;
-    net->dirty = 1;
-    return NS_OK;
+    return count_source(net, source);
 }
 
 ns_status ns_sim_connect(ns_sim_t *sim, int64_t source, int64_t synapse, double weight, double delay) {
@@ -431,22 +431,12 @@ ns_status ns_sim_add_point_source(ns_sim_t *sim, int64_t synapse, int64_t *sourc
         if (net->sources[s].point == synapse + 1)
             return ns_fail(NS_ERR_INVALID_ARGUMENT, "%s: synapse %lld is already source %lld", fn, (long long)synapse,
                            (long long)s);
-    if (net->n_sources == net->cap_sources) {
-        const int64_t c = net->cap_sources ? 2 * net->cap_sources : 16;
-        net_source *q = realloc(net->sources, (size_t)c * sizeof *q);
-        if (!q) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
-        net->sources = q;
-        net->cap_sources = c;
-    }
-    net_source *s = &net->sources[net->n_sources];
-    memset(s, 0, sizeof *s);
+    net_source *s = new_source(net);
+    if (!s) return ns_fail(NS_ERR_OUT_OF_MEMORY, "%s", fn);
     s->cell = -1;
     s->node = -1;
     s->point = synapse + 1;
-    if (source) *source = net->n_sources;
-    net->n_sources++;
-    net->dirty = 1;
-    return NS_OK;
+    return count_source(net, source);
 }
 
 /* ---------------------------------------------------------------- the interval loop */

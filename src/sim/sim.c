@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "sim/network.h"
 #include "sim/sim_impl.h"
 #include "sim/policy.h"
 #include "core/device_impl.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "core/population.h"
 #include "core/timer.h"
 #include "neurosolve/device.h"
@@ -29,16 +31,8 @@ void ns_sim_options_init(ns_sim_options *o) {
 
 /* A CUDA simulation's calls run on its device and give the caller's
  * current device back (core/device_impl.h). */
-static int enter(const ns_sim_t *sim) {
-    if (sim->device < 0) return -1;
-    const int caller = ns_cuda_save_device();
-    if (caller != sim->device) ns_cuda_restore_device(sim->device);
-    return caller;
-}
-
-static void leave(const ns_sim_t *sim, int caller) {
-    if (sim->device >= 0 && caller != sim->device) ns_cuda_restore_device(caller);
-}
+static int enter(const ns_sim_t *sim) { return ns_cuda_enter_device(sim->device); }
+static void leave(const ns_sim_t *sim, int caller) { ns_cuda_leave_device(sim->device, caller); }
 
 static void shape_free(sim_shape *s) {
     free(s->parent);
@@ -57,15 +51,10 @@ static ns_status shape_build(sim_shape *s, const ns_cell_t *cell, const ns_sim_p
     if (n <= 0) return ns_fail(NS_ERR_INVALID_ARGUMENT, "shape %d: empty cell", (int)k);
     s->n = n;
     size_t z = (size_t)n;
-    s->parent = malloc(z * sizeof *s->parent);
-    s->a = malloc(z * sizeof *s->a);
-    s->b = malloc(z * sizeof *s->b);
-    s->cap = malloc(z * sizeof *s->cap);
-    s->stim_scale = malloc(z * sizeof *s->stim_scale);
-    s->region = malloc(z * sizeof *s->region);
-    s->section = malloc(z * sizeof *s->section);
-    s->x = malloc(z * sizeof *s->x);
-    if (!s->parent || !s->a || !s->b || !s->cap || !s->stim_scale || !s->region || !s->section || !s->x)
+    const ns_array_spec arrays[] = {NS_ARRAY(s->parent, z), NS_ARRAY(s->a, z),          NS_ARRAY(s->b, z),
+                                    NS_ARRAY(s->cap, z),    NS_ARRAY(s->stim_scale, z), NS_ARRAY(s->region, z),
+                                    NS_ARRAY(s->section, z), NS_ARRAY(s->x, z)};
+    if (!ns_alloc_arrays(arrays, sizeof arrays / sizeof *arrays))
         return ns_fail(NS_ERR_OUT_OF_MEMORY, "shape %d: %d compartments", (int)k, (int)n);
     memcpy(s->parent, ns_tree_parent(tree), z * sizeof *s->parent);
     /* a and b are NEURON's (treeset.cpp connection_coef); the d that the
@@ -594,18 +583,13 @@ int ns_sim_gpu_graph_of(const ns_sim_t *sim, const char **why) {
 
 static const char *const GPU_MECHANISMS[4] = {"auto", "fused", "per-step", "per-mechanism"};
 
-const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m) {
-    return (int)m >= 0 && (int)m < 4 ? GPU_MECHANISMS[m] : NULL;
-}
+const char *ns_sim_gpu_mechanisms_name(ns_sim_gpu_mechanisms m) { return ns_name_of(GPU_MECHANISMS, 4, (int)m, NULL); }
 
 ns_status ns_sim_gpu_mechanisms_from_name(const char *name, ns_sim_gpu_mechanisms *out) {
     if (!name || !out) return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_sim_gpu_mechanisms_from_name: NULL argument");
-    for (int k = 0; k < 4; ++k)
-        if (strcmp(name, GPU_MECHANISMS[k]) == 0) {
-            *out = (ns_sim_gpu_mechanisms)k;
-            return NS_OK;
-        }
-    return ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown GPU mechanisms path '%s' (auto, fused, per-step, per-mechanism)", name);
+    const int k = ns_name_index(GPU_MECHANISMS, 4, name);
+    if (k >= 0) *out = (ns_sim_gpu_mechanisms)k;
+    return k >= 0 ? NS_OK : ns_fail(NS_ERR_INVALID_ARGUMENT, "unknown GPU mechanisms path '%s' (auto, fused, per-step, per-mechanism)", name);
 }
 double ns_sim_elapsed_ms(const ns_sim_t *sim) { return sim ? sim->elapsed_ms : 0.0; }
 

@@ -310,16 +310,8 @@ ns_status ns_tridiag_solver_create_variable(int64_t batch, const int32_t *sizes,
 
 /* Every call of a CUDA solver runs on its device and gives the caller's
  * current device back (core/device_impl.h). */
-static int enter(const ns_tridiag_solver_t *solver) {
-    if (solver->device < 0) return -1;
-    const int caller = ns_cuda_save_device();
-    if (caller != solver->device) ns_cuda_restore_device(solver->device);
-    return caller;
-}
-
-static void leave(const ns_tridiag_solver_t *solver, int caller) {
-    if (solver->device >= 0 && caller != solver->device) ns_cuda_restore_device(caller);
-}
+static int enter(const ns_tridiag_solver_t *solver) { return ns_cuda_enter_device(solver->device); }
+static void leave(const ns_tridiag_solver_t *solver, int caller) { ns_cuda_leave_device(solver->device, caller); }
 
 void ns_tridiag_solver_destroy(ns_tridiag_solver_t *solver) {
     if (!solver) return;

@@ -125,9 +125,7 @@ static void free_dev(ns_cuda_dev *d) {
     cudaFree(d->parent);
     cudaFree(d->plan);
     cudaFree(d->bad);
-    for (int k = 0; k < NS_EV_COUNT; ++k)
-        if (d->ev[k]) cudaEventDestroy(d->ev[k]);
-    if (d->stream) cudaStreamDestroy(d->stream);
+    ns_cuda_queue_destroy(d->stream, d->ev, NS_EV_COUNT);
     (void)cudaGetLastError();
 }
 
@@ -154,13 +152,8 @@ static ns_status setup_dev(ns_hines_solver_t *s, ns_cuda_state *st, ns_cuda_dev 
     const size_t optin = optin_shared(d->device);
     size_t fixed = (size_t)n * sizeof(int32_t) + sizeof(unsigned long long) + 4096;
     if (s->method == NS_HINES_ONCHIP) fixed += st->plan.count * sizeof(int32_t);
-    size_t budget = s->options.device_memory_limit;
-    if (budget == 0) {
-        size_t free_b = 0, total_b = 0;
-        NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-        const size_t reserve = free_b / 20 + NS_MEMORY_RESERVE_BYTES;
-        budget = free_b > reserve ? free_b - reserve : 0;
-    }
+    size_t budget;
+    NS_CUDA_TRY(ns_cuda_memory_budget(s->options.device_memory_limit, NS_MEMORY_RESERVE_BYTES, &budget));
     d->chunk = chunk_cells(st, s->method, d->count, budget, fixed);
     if (d->chunk <= 0)
         return ns_fail(NS_ERR_DEVICE_MEMORY,

@@ -81,9 +81,7 @@ static void tree_destroy(ns_hines_solver_t *s) {
     cudaFree(st->bad);
     ns_device_call_free(&st->call);
     ns_contract_dev_free(&st->dev);
-    for (int k = 0; k < EV_N; ++k)
-        if (st->ev[k]) cudaEventDestroy(st->ev[k]);
-    if (st->q) cudaStreamDestroy(st->q);
+    ns_cuda_queue_destroy(st->q, st->ev, EV_N);
     if (st->side) cudaStreamDestroy(st->side);
     (void)cudaGetLastError();
     free(st);

@@ -21,25 +21,17 @@ struct ns_block_team {
     __device__ __forceinline__ double ld(const double *p) const { return *p; }
 };
 
+// `sm90` on sm_90 and later (a cluster's registers), `older` before (a
+// cluster of one block).
+#if __CUDA_ARCH__ >= 900
+#define NS_SM90_OR(sm90, older) (sm90)
+#else
+#define NS_SM90_OR(sm90, older) (older)
+#endif
+
 struct ns_cluster_team {
-    __device__ __forceinline__ int32_t rank() const {
-#if __CUDA_ARCH__ >= 900
-        uint32_t r;
-        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-        return (int32_t)r;
-#else
-        return 0;
-#endif
-    }
-    __device__ __forceinline__ int32_t blocks() const {
-#if __CUDA_ARCH__ >= 900
-        uint32_t n;
-        asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-        return (int32_t)n;
-#else
-        return 1;
-#endif
-    }
+    __device__ __forceinline__ int32_t rank() const { return NS_SM90_OR((int32_t)__clusterRelativeBlockRank(), 0); }
+    __device__ __forceinline__ int32_t blocks() const { return NS_SM90_OR((int32_t)__clusterSizeInBlocks(), 1); }
     __device__ __forceinline__ int32_t tid() const { return rank() * (int32_t)blockDim.x + (int32_t)threadIdx.x; }
     __device__ __forceinline__ int32_t size() const { return blocks() * (int32_t)blockDim.x; }
     // every thread of every block of the cluster; release/acquire at

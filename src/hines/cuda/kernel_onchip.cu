@@ -101,33 +101,18 @@ __global__ void onchip_kernel(ns_onchip_sched s, const double *__restrict__ ga,
 typedef void (*kernel_fn)(ns_onchip_sched, const double *, const double *, const double *,
                           double *, long long, long long, unsigned long long *);
 
-kernel_fn pick(int lanes) {
-    switch (lanes) {
-    case 1: return onchip_kernel<1>;
-    case 2: return onchip_kernel<2>;
-    case 4: return onchip_kernel<4>;
-    case 8: return onchip_kernel<8>;
-    case 16: return onchip_kernel<16>;
-    case 32: return onchip_kernel<32>;
-    default: return nullptr;
-    }
-}
+kernel_fn pick(int lanes) { return NS_ONCHIP_PICK(onchip_kernel, lanes); }
 
 }  // namespace
 
 extern "C" cudaError_t ns_hines_onchip_setup(int lanes, size_t bytes) {
     const kernel_fn k = pick(lanes);
     if (!k) return cudaErrorInvalidValue;
-    cudaError_t e = ns_cuda_allow_shared((const void *)k, bytes);
-    if (e != cudaSuccess) return e;
-    return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                (int)cudaSharedmemCarveoutMaxShared);
+    return ns_cuda_prefer_shared((const void *)k, bytes);
 }
 
 extern "C" cudaError_t ns_hines_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks) {
-    const kernel_fn k = pick(lanes);
-    if (!k) return cudaErrorInvalidValue;
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
+    return ns_onchip_occupancy(pick(lanes), warps, bytes, blocks);
 }
 
 extern "C" cudaError_t ns_hines_launch_onchip(const ns_onchip_sched *sched, const double *a,

@@ -86,9 +86,7 @@ static void mixed_destroy(ns_hines_solver_t *s) {
     cudaFree(st->edge);
     cudaFree(st->layout_blob);
     cudaFree(st->bad);
-    for (int k = 0; k < EV_N; ++k)
-        if (st->ev[k]) cudaEventDestroy(st->ev[k]);
-    if (st->q) cudaStreamDestroy(st->q);
+    ns_cuda_queue_destroy(st->q, st->ev, EV_N);
     ns_device_call_free(&st->call);
     (void)cudaGetLastError();
     ns_mixed_layout_free(&st->lay);
@@ -206,13 +204,8 @@ static ns_status setup_device(ns_hines_solver_t *s, mstate *st) {
     if (st->grouped) /* edge indices, branch tables (length, parent, children), levels */
         need += (size_t)n * sizeof(int64_t) + (size_t)st->lay.n_branches * 28 +
                 (size_t)st->lay.n_levels * sizeof(ns_mixed_level) + (size_t)st->lay.n_rowoff * 8;
-    size_t budget = s->options.device_memory_limit;
-    if (budget == 0) {
-        size_t free_b = 0, total_b = 0;
-        NS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-        const size_t reserve = free_b / 20 + NS_MIXED_RESERVE_BYTES;
-        budget = free_b > reserve ? free_b - reserve : 0;
-    }
+    size_t budget;
+    NS_CUDA_TRY(ns_cuda_memory_budget(s->options.device_memory_limit, NS_MIXED_RESERVE_BYTES, &budget));
     if (need > budget)
         return ns_fail(NS_ERR_DEVICE_MEMORY,
                        "method '%s' on %lld compartments needs %zu bytes of device memory, %zu "

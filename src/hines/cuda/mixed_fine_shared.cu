@@ -157,10 +157,7 @@ __global__ void fine_shared_kernel(ns_mixed_args g) {
 
 extern "C" cudaError_t ns_mixed_fine_shared_setup(int ab_shared, size_t bytes) {
     const void *k = ab_shared ? (const void *)fine_shared_kernel<true> : (const void *)fine_shared_kernel<false>;
-    cudaError_t e = ns_cuda_allow_shared(k, bytes);
-    if (e != cudaSuccess) return e;
-    return cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                (int)cudaSharedmemCarveoutMaxShared);
+    return ns_cuda_prefer_shared(k, bytes);
 }
 
 extern "C" cudaError_t ns_mixed_launch_fine_shared(const ns_mixed_args *args, int32_t n_groups,

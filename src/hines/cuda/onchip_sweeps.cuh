@@ -22,6 +22,19 @@
 
 #include "hines/cuda/hines_kernels.h"
 
+// The instance of an on-chip kernel template `kernel` for `lanes` lanes per
+// cell (1, 2, 4, ..., 32), or nullptr for any other count.
+#define NS_ONCHIP_PICK(kernel, lanes)                                                                   \
+    ((lanes) == 1 ? kernel<1> : (lanes) == 2 ? kernel<2> : (lanes) == 4 ? kernel<4> : (lanes) == 8 ? kernel<8> \
+     : (lanes) == 16 ? kernel<16> : (lanes) == 32 ? kernel<32> : nullptr)
+
+// The resident blocks per SM of an on-chip kernel (k from NS_ONCHIP_PICK) of
+// `warps` warps and `bytes` of dynamic shared memory.
+template <class K> static inline cudaError_t ns_onchip_occupancy(K k, int warps, size_t bytes, int *blocks) {
+    if (!k) return cudaErrorInvalidValue;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
+}
+
 // The schedule's tables, in the copy each block keeps in shared memory.
 struct OnchipTables {
     const int32_t *bwd_begin, *fwd_begin, *child_pos;

@@ -3,8 +3,6 @@
  * only the LFP of a CUDA simulation needs libcublas (CUDA 13's .so.13 or
  * 12's .so.12: the CUDA toolkit's or the nvidia-cublas wheel's, found by the
  * dynamic loader's search, then in the build's toolkit directory). */
-#include <pthread.h>
-
 #include "core/dl.h"
 #include "lfp/cuda/cublas_api.h"
 
@@ -20,13 +18,9 @@ static const ns_dl_sym syms[] = {
     {"cublasDgemmBatched", offsetof(ns_cublas_api, DgemmBatched)},
 };
 static ns_dl_lib lib = NS_DL_LIB(names, syms, &api);
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void) { ns_dl_load(&lib); }
 
 ns_status ns_cublas_load(const ns_cublas_api **out) {
-    pthread_once(&once, load);
-    if (!lib.loaded)
+    if (!ns_dl_ready(&lib))
         return ns_fail(NS_ERR_UNSUPPORTED, "the LFP of a CUDA simulation needs cuBLAS: %s (install the CUDA toolkit's "
                        "libcublas or the nvidia-cublas wheel)", lib.why);
     *out = &api;

@@ -247,10 +247,8 @@ extern "C" void ns_lfp_gpu_destroy(lfp_gpu *G) {
                  G->F,     G->mmax,    G->S,       G->bnd,     G->rel,   G->LV,     G->LU,     G->W,
                  G->Rho,   G->inorm,   G->cell_part, G->slot, G->pA,     G->pBs[0], G->pBs[1], G->pC};
     for (size_t k = 0; k < sizeof p / sizeof *p; ++k) cudaFree(p[k]);
-    for (int k = 0; k < 4; ++k)
-        if (G->ev[k]) cudaEventDestroy(G->ev[k]);
     if (G->handle) G->blas->Destroy(G->handle);
-    if (G->stream) cudaStreamDestroy(G->stream);
+    ns_cuda_queue_destroy(G->stream, G->ev, 4);
     ns_cuda_restore_device(caller);
     free(G->group), free(G->place), free(G->pop_w), free(G->part0);
     free(G);

@@ -506,9 +506,7 @@ void ns_life_cuda_destroy(ns_life_engine_t *e) {
         cudaFree(st->y_out);
         cudaFree(st->partial);
         cudaFree(st->scalar);
-        for (int k = 0; k < 2; ++k)
-            if (st->ev[k]) cudaEventDestroy(st->ev[k]);
-        if (st->stream) cudaStreamDestroy(st->stream);
+        ns_cuda_queue_destroy(st->stream, st->ev, 2);
     }
     (void)cudaGetLastError();
     free(st);

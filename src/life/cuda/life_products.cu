@@ -376,6 +376,22 @@ voxel_mty(const int64_t *start, const int32_t *atom, const int32_t *fiber, const
     }
 }
 
+// The atom a of this warp (the atom kernels, a warp per atom): its
+// coefficients [*k0, *k1) of the atom-sorted copy and this lane's rows of
+// D(:, a) in d; false when there is no such atom or it has no coefficient.
+template <int NT>
+__device__ __forceinline__ bool atom_open(const int64_t *start, int32_t n_atoms, int tp, const double *D, int lane,
+                                          int64_t *k0, int64_t *k1, double (&d)[NT]) {
+    const int64_t at = warp_index();
+    if (at >= n_atoms) return false;
+    *k0 = start[at];
+    *k1 = start[at + 1];
+    if (*k0 == *k1) return false;
+#pragma unroll
+    for (int c = 0; c < NT; ++c) d[c] = D[at * tp + lane + 32 * c];
+    return true;
+}
+
 // y = M w on the atom-sorted copy, a warp per atom: D(:, a) in registers,
 // one atomic per row per coefficient (voxels differ within an atom).
 template <int NT>
@@ -383,13 +399,9 @@ __global__ void atom_mw(const int64_t *start, const int32_t *voxel, const int32_
                         const double *value, int32_t n_atoms, int tp, const double *D,
                         const double *w, double *y) {
     const int lane = threadIdx.x & 31;
-    const int64_t at = warp_index();
-    if (at >= n_atoms) return;
-    const int64_t k0 = start[at], k1 = start[at + 1];
-    if (k0 == k1) return;
+    int64_t k0, k1;
     double d[NT];
-#pragma unroll
-    for (int c = 0; c < NT; ++c) d[c] = D[at * tp + lane + 32 * c];
+    if (!atom_open<NT>(start, n_atoms, tp, D, lane, &k0, &k1, d)) return;
     for (int64_t base = k0; base < k1; base += 32) {
         const int64_t k = base + lane;
         double s = 0.0;
@@ -417,13 +429,9 @@ __global__ void atom_mty(const int64_t *start, const int32_t *voxel, const int32
                          const double *value, int32_t n_atoms, int tp, const double *D,
                          const double *y, double *w) {
     const int lane = threadIdx.x & 31;
-    const int64_t at = warp_index();
-    if (at >= n_atoms) return;
-    const int64_t k0 = start[at], k1 = start[at + 1];
-    if (k0 == k1) return;
+    int64_t k0, k1;
     double r[NT];
-#pragma unroll
-    for (int c = 0; c < NT; ++c) r[c] = D[at * tp + lane + 32 * c];
+    if (!atom_open<NT>(start, n_atoms, tp, D, lane, &k0, &k1, r)) return;
     for (int64_t base = k0; base < k1; base += 32) {
         const int64_t k = base + lane;
         const int count = k1 - base < 32 ? (int)(k1 - base) : 32;

@@ -1,5 +1,6 @@
 /* The CPU loop's decisions (sim/cpu/policy.h). */
 #include "sim/cpu/policy.h"
+#include "core/partition.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -116,46 +117,19 @@ int32_t ns_cpu_threads(int32_t requested, int64_t blocks) {
     return requested;
 }
 
-typedef struct wb {
-    int64_t weight, block;
-} wb;
-
-/* weight descending, then block ascending (a deterministic order) */
-static int by_weight(const void *x, const void *y) {
-    const wb *a = x, *b = y;
-    if (a->weight != b->weight) return a->weight > b->weight ? -1 : 1;
-    return (a->block > b->block) - (a->block < b->block);
-}
-
 int64_t ns_cpu_partition(int64_t count, const int64_t *weight, int32_t threads, const int64_t *load0,
                          int32_t *owner, int64_t *order_out) {
     if (threads < 1) threads = 1;
     int64_t *load = calloc((size_t)threads, sizeof *load);
-    wb *order = malloc((size_t)(count > 0 ? count : 1) * sizeof *order);
-    if (!load || !order) {
-        free(load);
-        free(order);
-        return -1;
-    }
+    if (!load) return -1;
     for (int32_t t = 0; load0 && t < threads; ++t) load[t] = load0[t];
-    for (int64_t b = 0; b < count; ++b) {
-        order[b].weight = weight[b];
-        order[b].block = b;
+    int64_t load_max = -1;
+    if (ns_lpt(count, weight, threads, load, owner, order_out)) {
+        load_max = 0;
+        for (int32_t t = 0; t < threads; ++t)
+            if (load[t] > load_max) load_max = load[t];
     }
-    qsort(order, (size_t)count, sizeof *order, by_weight);
-    for (int64_t k = 0; k < count; ++k) {
-        int32_t best = 0;
-        for (int32_t t = 1; t < threads; ++t)
-            if (load[t] < load[best]) best = t;
-        owner[order[k].block] = best;
-        load[best] += order[k].weight;
-        if (order_out) order_out[k] = order[k].block;
-    }
-    int64_t load_max = 0;
-    for (int32_t t = 0; t < threads; ++t)
-        if (load[t] > load_max) load_max = load[t];
     free(load);
-    free(order);
     return load_max;
 }
 

@@ -365,34 +365,18 @@ __global__ void sim_onchip(ns_onchip_sched s, ns_sim_onchip o, ns_sim_gpu_group 
 
 typedef void (*kernel_fn)(ns_onchip_sched, ns_sim_onchip, ns_sim_gpu_group, ns_sim_gpu_run);
 
-// 1, 2, 4, ..., 32 lanes per cell
-kernel_fn pick(int lanes) {
-    switch (lanes) {
-    case 1: return sim_onchip<1>;
-    case 2: return sim_onchip<2>;
-    case 4: return sim_onchip<4>;
-    case 8: return sim_onchip<8>;
-    case 16: return sim_onchip<16>;
-    case 32: return sim_onchip<32>;
-    default: return nullptr;
-    }
-}
+kernel_fn pick(int lanes) { return NS_ONCHIP_PICK(sim_onchip, lanes); }
 
 }  // namespace
 
 extern "C" cudaError_t ns_sim_onchip_setup(int lanes, size_t optin) {
     const kernel_fn k = pick(lanes);
     if (!k) return cudaErrorInvalidValue;
-    cudaError_t e = ns_cuda_allow_shared((const void *)k, optin - NS_SIM_ONCHIP_STATIC_BYTES);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
-    return e;
+    return ns_cuda_prefer_shared((const void *)k, optin - NS_SIM_ONCHIP_STATIC_BYTES);
 }
 
 extern "C" cudaError_t ns_sim_onchip_occupancy(int lanes, int warps, size_t bytes, int *blocks) {
-    const kernel_fn k = pick(lanes);
-    if (!k) return cudaErrorInvalidValue;
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, warps * NS_ONCHIP_LANES, bytes);
+    return ns_onchip_occupancy(pick(lanes), warps, bytes, blocks);
 }
 
 extern "C" cudaError_t ns_sim_launch_onchip(const ns_onchip_sched *sched, const ns_sim_onchip *o,

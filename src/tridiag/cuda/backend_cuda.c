@@ -97,9 +97,7 @@ static void cuda_destroy(ns_tridiag_solver_t *solver) {
     cudaFree(st->err);
     cudaFree(st->work);
     if (st->sparse) cusparseDestroy(st->sparse);
-    for (int i = 0; i < 2 * NS_TD_MARKS; ++i)
-        if (st->ev[i]) cudaEventDestroy(st->ev[i]);
-    if (st->own) cudaStreamDestroy(st->own);
+    ns_cuda_queue_destroy(st->own, st->ev, 2 * NS_TD_MARKS);
     (void)cudaGetLastError();
     free(st);
     solver->state = NULL;

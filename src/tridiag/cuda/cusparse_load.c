@@ -3,8 +3,6 @@
  * driver is, and only the cusparse-* methods need libcusparse.so.12 (the CUDA toolkit's, or the
  * nvidia-cusparse wheel's, found by the dynamic loader's search: its own cache and paths, an
  * already loaded copy; then the build's toolkit directory). */
-#include <pthread.h>
-
 #include "core/dl.h"
 #include "tridiag/cuda/cusparse_check.h"
 
@@ -21,13 +19,9 @@ static const ns_dl_sym syms[] = {
 #undef NS_SYM
 };
 static ns_dl_lib lib = NS_DL_LIB(names, syms, &api);
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void) { ns_dl_load(&lib); }
 
 ns_status ns_cusparse_load(const ns_cusparse_api **out) {
-    pthread_once(&once, load);
-    if (!lib.loaded)
+    if (!ns_dl_ready(&lib))
         return ns_fail(NS_ERR_UNSUPPORTED, "the cusparse-* methods need cuSPARSE: %s (install the CUDA toolkit's "
                        "libcusparse or the nvidia-cusparse wheel; the other methods do not need it)", lib.why);
     *out = &api;
