@@ -293,6 +293,16 @@ static int64_t field_off(const ns_grad_t *g, const gcell *gc, int32_t k) {
     return o;
 }
 
+/* Mechanism k's rows in gc->lFc: S's layout with two more rows after each
+ * mechanism's fields (the adjoints of its rhs and d contributions), so that
+ * the current phase's product reads its outputs' adjoints where the state
+ * phase's left them; the synapses' at lfc_off(n_mechs) */
+static int64_t lfc_off(const ns_grad_t *g, const gcell *gc, int32_t k) {
+    int64_t o = gc->n;
+    for (int32_t j = 0; j < k; ++j) o += n_fields_of(g, gc, j) + 2 * ns_model_block_instances(gc->mb, j);
+    return o;
+}
+
 /* With live ions: the ion parts before each mechanism's state() and after
  * the last (gc->snap), from the state after the currents Fc: the
  * concentration writers' state() and Nernst run again, in type order. */
@@ -334,17 +344,18 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
      * adjoints (from lS's ion part) becoming those after the currents */
     double *lv = gc->lS; /* l(v^{n+1}), becomes l(vn) */
     double *lion = gion_live(g->ion) ? gc->lS + gc->o_ion : NULL;
-    memset(gc->lFc, 0, (size_t)gc->S * sizeof *gc->lFc);
+    const int64_t o_syn = field_off(g, gc, model->n_mechs), lo_syn = lfc_off(g, gc, model->n_mechs);
+    memset(gc->lFc, 0, (size_t)(gc->S + lo_syn - o_syn) * sizeof *gc->lFc);
     if (lion) state_ions(g, gc, Fc, t1);
     for (int32_t q = 0; q < model->n_mechs; ++q) {
         const int32_t k = lion ? model->n_mechs - 1 - q : q;
         const int64_t o = field_off(g, gc, k);
         if (lion) ions_before(g, gc, k, lion);
-        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + o, lion);
+        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + lfc_off(g, gc, k), lion);
     }
     const double celsius = sim->params.celsius;
-    const int64_t o_syn = field_off(g, gc, model->n_mechs); /* the synapses' fields in S */
-    if (gc->ev) gev_vjp_state(gc->ev, t1, gc->vn, Fc + o_syn, gc->lS + o_syn, lv, gc->lFc + o_syn, dt, celsius);
+    /* the synapses' fields in S at o_syn, their adjoints in lFc at lo_syn */
+    if (gc->ev) gev_vjp_state(gc->ev, t1, gc->vn, Fc + o_syn, gc->lS + o_syn, lv, gc->lFc + lo_syn, dt, celsius);
     /* the solve: A^T y = l(x) = l(vn); l(v^n) = l(vn) + the axial terms' */
     memcpy(gc->y, lv, (size_t)n * sizeof *gc->y);
     memcpy(gc->dw, d, (size_t)n * sizeof *gc->dw);
@@ -375,8 +386,7 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const int64_t ni = ns_model_block_instances(gc->mb, k), m = n_fields_of(g, gc, k);
         const int *node = ns_model_block_node_index(gc->mb, k);
-        double *lo = gc->Fc + gc->S; /* l_out: fields, rhs, d (room for (nf + 2) * ni) */
-        memcpy(lo, gc->lFc + o, (size_t)m * sizeof *lo);
+        double *lo = gc->lFc + lfc_off(g, gc, k); /* l_out: fields (the state phase's), rhs, d */
         for (int64_t i = 0; i < ni; ++i) {
             lo[m + i] = gc->y[node[i]];
             lo[m + ni + i] = ld[node[i]];
@@ -385,7 +395,7 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
         o += m;
     }
     if (lion_n) gion_zero_i(g->ion, n, lion_n);
-    if (gc->ev) gev_vjp_current(gc->ev, tm, S, S + o, gc->lFc + o, gc->y, ld, lvn, gc->lSn + o, dt, celsius);
+    if (gc->ev) gev_vjp_current(gc->ev, tm, S, S + o, gc->lFc + lo_syn, gc->y, ld, lvn, gc->lSn + o, dt, celsius);
     double *sw = gc->lS;
     gc->lS = gc->lSn;
     gc->lSn = sw;
@@ -617,7 +627,17 @@ static void cpu_sweep(ns_grad_t *g, const run_ctx *rp, double *gval, int64_t thr
 #endif
     for (int64_t c = 0; c < nc; ++c) {
         gcell *gc = &g->cells[c];
-        gc->ck = malloc(ck_doubles(gc, n_ck, r.K) * sizeof(double));
+        int64_t th = 0;
+#ifdef NS_HAVE_OPENMP
+        th = omp_get_thread_num();
+#endif
+        const size_t want = ck_doubles(gc, n_ck, r.K);
+        if (g->tcap[th] < want) { /* grown, never shrunk: a new buffer's pages are faulted in on first touch */
+            free(g->tbuf[th]);
+            g->tbuf[th] = malloc(want * sizeof(double));
+            g->tcap[th] = g->tbuf[th] ? want : 0;
+        }
+        gc->ck = g->tbuf[th];
         if (!gc->ck) {
             r.fault_step[c] = -1;
             continue;
@@ -629,9 +649,24 @@ static void cpu_sweep(ns_grad_t *g, const run_ctx *rp, double *gval, int64_t thr
                 if (g->params[q].cell == gc->cell)
                     gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q] = grad_param_grad(g, gc, &g->params[q]);
         }
-        free(gc->ck);
         gc->ck = NULL;
     }
+}
+
+/* Room for `threads` buffers of stored states (cpu_sweep); 0, or -1 out of memory */
+static int tbuf_reserve(ns_grad_t *g, int64_t threads) {
+    if (threads <= g->n_tbuf) return 0;
+    double **b = realloc(g->tbuf, (size_t)threads * sizeof *b);
+    if (b) g->tbuf = b;
+    size_t *c = realloc(g->tcap, (size_t)threads * sizeof *c);
+    if (c) g->tcap = c;
+    if (!b || !c) return -1;
+    for (int64_t t = g->n_tbuf; t < threads; ++t) {
+        g->tbuf[t] = NULL;
+        g->tcap[t] = 0;
+    }
+    g->n_tbuf = threads;
+    return 0;
 }
 
 ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
@@ -671,6 +706,8 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
     if (st == NS_OK) {
         memset(r.traces, 0, n_samp * sizeof *r.traces);
         if (g->backend == NS_BACKEND_CUDA) st = grad_cuda_sweep(g, &r, gval, &g->bytes);
+        else if (tbuf_reserve(g, threads))
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: buffers of %lld threads", (long long)threads);
         else cpu_sweep(g, &r, gval, threads);
         for (int64_t c = 0; c < nc && st == NS_OK; ++c) {
             if (r.fault_step[c] < 0)
@@ -736,6 +773,9 @@ void ns_grad_destroy(ns_grad_t *g) {
         free(gc->gview);
     }
     gion_free(g->ion);
+    for (int64_t t = 0; t < g->n_tbuf; ++t) free(g->tbuf[t]);
+    free(g->tbuf);
+    free(g->tcap);
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
     free(g->params);
     gev_destroy(g->ev);
@@ -798,7 +838,7 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         if (st) break;
         gc->ev = gev_cell_of(g->ev, c);
         gc->S = gc->n + gev_fields(gc->ev);
-        int64_t max_out = 0, max_jac = 0;
+        int64_t gap = 0, max_jac = 0; /* gap: lFc's rows of the currents' rhs and d (lfc_off) */
         int max_nf = 1, max_ions = 1;
         int64_t max_ni = 1;
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
@@ -807,11 +847,11 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
             if (d->n_fields > max_nf) max_nf = d->n_fields;
             if (d->n_ions > max_ions) max_ions = d->n_ions;
             if (ni > max_ni) max_ni = ni;
-            const int64_t m = (int64_t)(d->n_fields + 2) * ni, nio = 4 * d->n_ions,
+            const int64_t nio = 4 * d->n_ions,
                           j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals + nio) +
                               (d->n_globals + nio) * ni;
             gc->S += n_fields_of(g, gc, k);
-            if (m > max_out) max_out = m;
+            gap += 2 * ni;
             if (j > max_jac) max_jac = j;
         }
         gc->o_ion = gc->S;
@@ -819,10 +859,10 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         for (int64_t q = 0; q < sim->n_stims; ++q) gc->n_stims += sim->stims[q].cell == c;
         gc->stims = malloc((size_t)(gc->n_stims ? gc->n_stims : 1) * sizeof *gc->stims);
         const size_t n = (size_t)gc->n, S = (size_t)gc->S;
-        /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S + room for a
-         * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: v (n); jac: an instance's
-         * outputs' adjoints and its inputs' (the vector-Jacobian product), or a block's GLOBALs' */
-        const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + n + (size_t)max_jac;
+        /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S; lFc: S + gap
+         * (lfc_off); lS, lSn: S each; out: v (n); jac: an instance's outputs' adjoints and its
+         * inputs' (the vector-Jacobian product), or a block's GLOBALs' */
+        const size_t tot = 12 * n + n + S + (S + (size_t)gap) + 2 * S + n + (size_t)max_jac;
         gc->a = calloc(tot, sizeof(double));
         gc->v = gc->a ? gc->a + 12 * n : NULL;
         gc->lglob = calloc(n_glob + 1, sizeof *gc->lglob);
@@ -852,8 +892,8 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->lb = w + 10 * n;
         gc->lcap = w + 11 * n;
         gc->Fc = gc->v + n;
-        gc->lFc = gc->Fc + S + (size_t)max_out;
-        gc->lS = gc->lFc + S;
+        gc->lFc = gc->Fc + S;
+        gc->lS = gc->lFc + S + (size_t)gap;
         gc->lSn = gc->lS + S;
         gc->out = gc->lSn + S;
         gc->jac = gc->out + n;

@@ -64,6 +64,9 @@ struct ns_grad {
     size_t bytes;
     gion *ion;              /* the live ions (grad_ion.c) */
     ns_backend backend;     /* the sweep's: NS_BACKEND_CPU or NS_BACKEND_CUDA (grad_backend_choose) */
+    double **tbuf;          /* the CPU sweep's stored states, one buffer per thread, kept between runs */
+    size_t *tcap;           /* their sizes in doubles */
+    int64_t n_tbuf;
 };
 
 typedef struct run_ctx {
