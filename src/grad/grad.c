@@ -345,7 +345,9 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
     double *lv = gc->lS; /* l(v^{n+1}), becomes l(vn) */
     double *lion = gion_live(g->ion) ? gc->lS + gc->o_ion : NULL;
     const int64_t o_syn = field_off(g, gc, model->n_mechs), lo_syn = lfc_off(g, gc, model->n_mechs);
-    memset(gc->lFc, 0, (size_t)(gc->S + lo_syn - o_syn) * sizeof *gc->lFc);
+    for (int32_t k = 0; k < model->n_mechs; ++k) /* the fields' rows (the currents' rhs and d rows: written below) */
+        memset(gc->lFc + lfc_off(g, gc, k), 0, (size_t)n_fields_of(g, gc, k) * sizeof *gc->lFc);
+    memset(gc->lFc + lo_syn, 0, (size_t)(gc->S - o_syn) * sizeof *gc->lFc);
     if (lion) state_ions(g, gc, Fc, t1);
     for (int32_t q = 0; q < model->n_mechs; ++q) {
         const int32_t k = lion ? model->n_mechs - 1 - q : q;
