@@ -255,7 +255,9 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
         for (int f = 0; f < nf; ++f) gc->fptr[f] = (double *)F + (int64_t)f * ni;
         pk.field = gc->fptr;
         const int gathered = pk.node_index != NULL;
-        double *lv = gathered ? ggather(gc->gat, gc->gview, &pk, d) : l_v;
+        const int keep = !gc->gkeep[k] ? 0 : gc->gkeep[k] == g->runs && g->ci[k] ? 2 : 1;
+        double *lv = gathered ? ggather(gc->gat + gc->gato[k], gc->gview, &pk, d, keep) : l_v;
+        if (gathered) gc->gkeep[k] = g->runs;
         /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
          * rows of a mechanism without live ions are scratch, never read */
         double *lgi = gc->jac;
@@ -706,6 +708,7 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
     g->bytes = g->work_bytes + most * (size_t)(threads < nc ? threads : nc);
     if (st == NS_OK && g->ev) st = events_pass(g, steps);
     if (st == NS_OK) {
+        ++g->runs;
         memset(r.traces, 0, n_samp * sizeof *r.traces);
         if (g->backend == NS_BACKEND_CUDA) st = grad_cuda_sweep(g, &r, gval, &g->bytes);
         else if (tbuf_reserve(g, threads))
@@ -772,6 +775,8 @@ void ns_grad_destroy(ns_grad_t *g) {
         free(gc->snap);
         free(gc->fptr);
         free(gc->gat);
+        free(gc->gato);
+        free(gc->gkeep);
         free(gc->gview);
     }
     gion_free(g->ion);
@@ -842,13 +847,11 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->S = gc->n + gev_fields(gc->ev);
         int64_t gap = 0, max_jac = 0; /* gap: lFc's rows of the currents' rhs and d (lfc_off) */
         int max_nf = 1, max_ions = 1;
-        int64_t max_ni = 1;
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
             if (d->n_fields > max_nf) max_nf = d->n_fields;
             if (d->n_ions > max_ions) max_ions = d->n_ions;
-            if (ni > max_ni) max_ni = ni;
             const int64_t nio = 4 * d->n_ions,
                           j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals + nio) +
                               (d->n_globals + nio) * ni;
@@ -872,10 +875,18 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->snap = n_snap ? malloc(n_snap * sizeof *gc->snap) : NULL;
         g->work_bytes += n_snap * sizeof *gc->snap;
         gc->fptr = malloc((size_t)max_nf * sizeof *gc->fptr);
-        gc->gat = malloc(ggather_doubles(max_ni, max_ions) * sizeof *gc->gat);
+        const int32_t nm = sim->model->n_mechs;
+        gc->gato = malloc((size_t)(nm + 1) * sizeof *gc->gato);
+        gc->gkeep = calloc((size_t)nm + 1, sizeof *gc->gkeep);
+        for (int32_t k = 0; gc->gato && k <= nm; ++k)
+            gc->gato[k] = !k ? 0
+                             : gc->gato[k - 1] + ggather_doubles(ns_model_block_instances(gc->mb, k - 1),
+                                                                 sim->model->mechs[k - 1].desc->n_ions);
+        gc->gat = gc->gato ? malloc((gc->gato[nm] ? gc->gato[nm] : 1) * sizeof *gc->gat) : NULL;
         gc->gview = malloc((size_t)max_ions * sizeof *gc->gview);
-        g->work_bytes += ggather_doubles(max_ni, max_ions) * sizeof *gc->gat;
-        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview) {
+        g->work_bytes += gc->gato ? gc->gato[nm] * sizeof *gc->gat : 0;
+        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview ||
+            !gc->gkeep) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
         }
