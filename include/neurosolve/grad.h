@@ -118,7 +118,9 @@ NS_API int64_t ns_grad_samples(const ns_grad_t *grad, int64_t steps);
 NS_API int32_t ns_grad_sites(const ns_grad_t *grad);
 
 /* Bytes of the last run's stored states (checkpoints and one segment's
- * tape per thread at work) and of the handle's per-cell copies; on the GPU
+ * tape per thread at work; on the CPU the handle keeps these buffers for its
+ * next run, at the largest size a run needed, until ns_grad_destroy) and of
+ * the handle's per-cell copies; on the GPU
  * (ns_grad_backend), the device memory the sweep held. */
 NS_API size_t ns_grad_bytes(const ns_grad_t *grad);
 /* The backend the handle's sweep runs on: NS_BACKEND_CPU or NS_BACKEND_CUDA (ns_grad_options.backend) */

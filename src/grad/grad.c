@@ -255,7 +255,9 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
         for (int f = 0; f < nf; ++f) gc->fptr[f] = (double *)F + (int64_t)f * ni;
         pk.field = gc->fptr;
         const int gathered = pk.node_index != NULL;
-        double *lv = gathered ? ggather(gc->gat, gc->gview, &pk, d) : l_v;
+        const int keep = !gc->gkeep[k] ? 0 : gc->gkeep[k] == g->runs && g->ci[k] ? 2 : 1;
+        double *lv = gathered ? ggather(gc->gat + gc->gato[k], gc->gview, &pk, d, keep) : l_v;
+        if (gathered) gc->gkeep[k] = g->runs;
         /* the GLOBALs' and ions' per instance (room: their rows of the most instances); the ion
          * rows of a mechanism without live ions are scratch, never read */
         double *lgi = gc->jac;
@@ -290,6 +292,16 @@ static void mech_vjp(const ns_grad_t *g, gcell *gc, int32_t k, int phase, double
 static int64_t field_off(const ns_grad_t *g, const gcell *gc, int32_t k) {
     int64_t o = gc->n;
     for (int32_t j = 0; j < k; ++j) o += n_fields_of(g, gc, j);
+    return o;
+}
+
+/* Mechanism k's rows in gc->lFc: S's layout with two more rows after each
+ * mechanism's fields (the adjoints of its rhs and d contributions), so that
+ * the current phase's product reads its outputs' adjoints where the state
+ * phase's left them; the synapses' at lfc_off(n_mechs) */
+static int64_t lfc_off(const ns_grad_t *g, const gcell *gc, int32_t k) {
+    int64_t o = gc->n;
+    for (int32_t j = 0; j < k; ++j) o += n_fields_of(g, gc, j) + 2 * ns_model_block_instances(gc->mb, j);
     return o;
 }
 
@@ -334,17 +346,20 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
      * adjoints (from lS's ion part) becoming those after the currents */
     double *lv = gc->lS; /* l(v^{n+1}), becomes l(vn) */
     double *lion = gion_live(g->ion) ? gc->lS + gc->o_ion : NULL;
-    memset(gc->lFc, 0, (size_t)gc->S * sizeof *gc->lFc);
+    const int64_t o_syn = field_off(g, gc, model->n_mechs), lo_syn = lfc_off(g, gc, model->n_mechs);
+    for (int32_t k = 0; k < model->n_mechs; ++k) /* the fields' rows (the currents' rhs and d rows: written below) */
+        memset(gc->lFc + lfc_off(g, gc, k), 0, (size_t)n_fields_of(g, gc, k) * sizeof *gc->lFc);
+    memset(gc->lFc + lo_syn, 0, (size_t)(gc->S - o_syn) * sizeof *gc->lFc);
     if (lion) state_ions(g, gc, Fc, t1);
     for (int32_t q = 0; q < model->n_mechs; ++q) {
         const int32_t k = lion ? model->n_mechs - 1 - q : q;
         const int64_t o = field_off(g, gc, k);
         if (lion) ions_before(g, gc, k, lion);
-        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + o, lion);
+        mech_vjp(g, gc, k, PH_STATE, t1, gc->vn, Fc + o, gc->lS + o, lv, gc->lFc + lfc_off(g, gc, k), lion);
     }
     const double celsius = sim->params.celsius;
-    const int64_t o_syn = field_off(g, gc, model->n_mechs); /* the synapses' fields in S */
-    if (gc->ev) gev_vjp_state(gc->ev, t1, gc->vn, Fc + o_syn, gc->lS + o_syn, lv, gc->lFc + o_syn, dt, celsius);
+    /* the synapses' fields in S at o_syn, their adjoints in lFc at lo_syn */
+    if (gc->ev) gev_vjp_state(gc->ev, t1, gc->vn, Fc + o_syn, gc->lS + o_syn, lv, gc->lFc + lo_syn, dt, celsius);
     /* the solve: A^T y = l(x) = l(vn); l(v^n) = l(vn) + the axial terms' */
     memcpy(gc->y, lv, (size_t)n * sizeof *gc->y);
     memcpy(gc->dw, d, (size_t)n * sizeof *gc->dw);
@@ -375,8 +390,7 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
     for (int32_t k = 0; k < model->n_mechs; ++k) {
         const int64_t ni = ns_model_block_instances(gc->mb, k), m = n_fields_of(g, gc, k);
         const int *node = ns_model_block_node_index(gc->mb, k);
-        double *lo = gc->Fc + gc->S; /* l_out: fields, rhs, d (room for (nf + 2) * ni) */
-        memcpy(lo, gc->lFc + o, (size_t)m * sizeof *lo);
+        double *lo = gc->lFc + lfc_off(g, gc, k); /* l_out: fields (the state phase's), rhs, d */
         for (int64_t i = 0; i < ni; ++i) {
             lo[m + i] = gc->y[node[i]];
             lo[m + ni + i] = ld[node[i]];
@@ -385,7 +399,7 @@ static void reverse_step(const ns_grad_t *g, gcell *gc, const double *T, int64_t
         o += m;
     }
     if (lion_n) gion_zero_i(g->ion, n, lion_n);
-    if (gc->ev) gev_vjp_current(gc->ev, tm, S, S + o, gc->lFc + o, gc->y, ld, lvn, gc->lSn + o, dt, celsius);
+    if (gc->ev) gev_vjp_current(gc->ev, tm, S, S + o, gc->lFc + lo_syn, gc->y, ld, lvn, gc->lSn + o, dt, celsius);
     double *sw = gc->lS;
     gc->lS = gc->lSn;
     gc->lSn = sw;
@@ -617,7 +631,17 @@ static void cpu_sweep(ns_grad_t *g, const run_ctx *rp, double *gval, int64_t thr
 #endif
     for (int64_t c = 0; c < nc; ++c) {
         gcell *gc = &g->cells[c];
-        gc->ck = malloc(ck_doubles(gc, n_ck, r.K) * sizeof(double));
+        int64_t th = 0;
+#ifdef NS_HAVE_OPENMP
+        th = omp_get_thread_num();
+#endif
+        const size_t want = ck_doubles(gc, n_ck, r.K);
+        if (g->tcap[th] < want) { /* grown, never shrunk: a new buffer's pages are faulted in on first touch */
+            free(g->tbuf[th]);
+            g->tbuf[th] = malloc(want * sizeof(double));
+            g->tcap[th] = g->tbuf[th] ? want : 0;
+        }
+        gc->ck = g->tbuf[th];
         if (!gc->ck) {
             r.fault_step[c] = -1;
             continue;
@@ -629,9 +653,24 @@ static void cpu_sweep(ns_grad_t *g, const run_ctx *rp, double *gval, int64_t thr
                 if (g->params[q].cell == gc->cell)
                     gval[(size_t)c * (size_t)(g->n_params + 1) + (size_t)q] = grad_param_grad(g, gc, &g->params[q]);
         }
-        free(gc->ck);
         gc->ck = NULL;
     }
+}
+
+/* Room for `threads` buffers of stored states (cpu_sweep); 0, or -1 out of memory */
+static int tbuf_reserve(ns_grad_t *g, int64_t threads) {
+    if (threads <= g->n_tbuf) return 0;
+    double **b = realloc(g->tbuf, (size_t)threads * sizeof *b);
+    if (b) g->tbuf = b;
+    size_t *c = realloc(g->tcap, (size_t)threads * sizeof *c);
+    if (c) g->tcap = c;
+    if (!b || !c) return -1;
+    for (int64_t t = g->n_tbuf; t < threads; ++t) {
+        g->tbuf[t] = NULL;
+        g->tcap[t] = 0;
+    }
+    g->n_tbuf = threads;
+    return 0;
 }
 
 ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, double *value, double *grad_out,
@@ -669,8 +708,11 @@ ns_status ns_grad_run(ns_grad_t *g, int64_t steps, const ns_grad_loss *loss, dou
     g->bytes = g->work_bytes + most * (size_t)(threads < nc ? threads : nc);
     if (st == NS_OK && g->ev) st = events_pass(g, steps);
     if (st == NS_OK) {
+        ++g->runs;
         memset(r.traces, 0, n_samp * sizeof *r.traces);
         if (g->backend == NS_BACKEND_CUDA) st = grad_cuda_sweep(g, &r, gval, &g->bytes);
+        else if (tbuf_reserve(g, threads))
+            st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: buffers of %lld threads", (long long)threads);
         else cpu_sweep(g, &r, gval, threads);
         for (int64_t c = 0; c < nc && st == NS_OK; ++c) {
             if (r.fault_step[c] < 0)
@@ -733,9 +775,14 @@ void ns_grad_destroy(ns_grad_t *g) {
         free(gc->snap);
         free(gc->fptr);
         free(gc->gat);
+        free(gc->gato);
+        free(gc->gkeep);
         free(gc->gview);
     }
     gion_free(g->ion);
+    for (int64_t t = 0; t < g->n_tbuf; ++t) free(g->tbuf[t]);
+    free(g->tbuf);
+    free(g->tcap);
     for (int32_t q = 0; q < g->n_params; ++q) free(g->params[q].on);
     free(g->params);
     gev_destroy(g->ev);
@@ -798,20 +845,18 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         if (st) break;
         gc->ev = gev_cell_of(g->ev, c);
         gc->S = gc->n + gev_fields(gc->ev);
-        int64_t max_out = 0, max_jac = 0;
+        int64_t gap = 0, max_jac = 0; /* gap: lFc's rows of the currents' rhs and d (lfc_off) */
         int max_nf = 1, max_ions = 1;
-        int64_t max_ni = 1;
         for (int32_t k = 0; k < sim->model->n_mechs; ++k) {
             const ns_mech_desc *d = sim->model->mechs[k].desc;
             const int64_t ni = ns_model_block_instances(gc->mb, k);
             if (d->n_fields > max_nf) max_nf = d->n_fields;
             if (d->n_ions > max_ions) max_ions = d->n_ions;
-            if (ni > max_ni) max_ni = ni;
-            const int64_t m = (int64_t)(d->n_fields + 2) * ni, nio = 4 * d->n_ions,
+            const int64_t nio = 4 * d->n_ions,
                           j = (int64_t)(d->n_fields + 2) + (1 + d->n_fields + d->n_globals + nio) +
                               (d->n_globals + nio) * ni;
             gc->S += n_fields_of(g, gc, k);
-            if (m > max_out) max_out = m;
+            gap += 2 * ni;
             if (j > max_jac) max_jac = j;
         }
         gc->o_ion = gc->S;
@@ -819,10 +864,10 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         for (int64_t q = 0; q < sim->n_stims; ++q) gc->n_stims += sim->stims[q].cell == c;
         gc->stims = malloc((size_t)(gc->n_stims ? gc->n_stims : 1) * sizeof *gc->stims);
         const size_t n = (size_t)gc->n, S = (size_t)gc->S;
-        /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S + room for a
-         * mechanism's outputs' adjoints; lFc, lS, lSn: S each; out: v (n); jac: an instance's
-         * outputs' adjoints and its inputs' (the vector-Jacobian product), or a block's GLOBALs' */
-        const size_t tot = 12 * n + n + (S + (size_t)max_out) + 3 * S + n + (size_t)max_jac;
+        /* a, b, cap, rhs, d, x, vn, y, dw, la, lb, lcap: n each; v: n; Fc: S; lFc: S + gap
+         * (lfc_off); lS, lSn: S each; out: v (n); jac: an instance's outputs' adjoints and its
+         * inputs' (the vector-Jacobian product), or a block's GLOBALs' */
+        const size_t tot = 12 * n + n + S + (S + (size_t)gap) + 2 * S + n + (size_t)max_jac;
         gc->a = calloc(tot, sizeof(double));
         gc->v = gc->a ? gc->a + 12 * n : NULL;
         gc->lglob = calloc(n_glob + 1, sizeof *gc->lglob);
@@ -830,10 +875,18 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->snap = n_snap ? malloc(n_snap * sizeof *gc->snap) : NULL;
         g->work_bytes += n_snap * sizeof *gc->snap;
         gc->fptr = malloc((size_t)max_nf * sizeof *gc->fptr);
-        gc->gat = malloc(ggather_doubles(max_ni, max_ions) * sizeof *gc->gat);
+        const int32_t nm = sim->model->n_mechs;
+        gc->gato = malloc((size_t)(nm + 1) * sizeof *gc->gato);
+        gc->gkeep = calloc((size_t)nm + 1, sizeof *gc->gkeep);
+        for (int32_t k = 0; gc->gato && k <= nm; ++k)
+            gc->gato[k] = !k ? 0
+                             : gc->gato[k - 1] + ggather_doubles(ns_model_block_instances(gc->mb, k - 1),
+                                                                 sim->model->mechs[k - 1].desc->n_ions);
+        gc->gat = gc->gato ? malloc((gc->gato[nm] ? gc->gato[nm] : 1) * sizeof *gc->gat) : NULL;
         gc->gview = malloc((size_t)max_ions * sizeof *gc->gview);
-        g->work_bytes += ggather_doubles(max_ni, max_ions) * sizeof *gc->gat;
-        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview) {
+        g->work_bytes += gc->gato ? gc->gato[nm] * sizeof *gc->gat : 0;
+        if (!gc->stims || !gc->a || !gc->lglob || (n_snap && !gc->snap) || !gc->fptr || !gc->gat || !gc->gview ||
+            !gc->gkeep) {
             st = ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient: cell %lld", (long long)c);
             break;
         }
@@ -852,8 +905,8 @@ ns_status ns_grad_create(const ns_sim_t *sim, const ns_grad_options *options, ns
         gc->lb = w + 10 * n;
         gc->lcap = w + 11 * n;
         gc->Fc = gc->v + n;
-        gc->lFc = gc->Fc + S + (size_t)max_out;
-        gc->lS = gc->lFc + S;
+        gc->lFc = gc->Fc + S;
+        gc->lS = gc->lFc + S + (size_t)gap;
         gc->lSn = gc->lS + S;
         gc->out = gc->lSn + S;
         gc->jac = gc->out + n;
@@ -883,176 +936,3 @@ int64_t ns_grad_samples(const ns_grad_t *g, int64_t steps) {
     return g && steps >= 0 ? steps / g->sim->options.record_every + 1 : 0;
 }
 int32_t ns_grad_sites(const ns_grad_t *g) { return g ? g->sim->n_recs : 0; }
-
-static int region_selects(const char *where, int8_t region) {
-    if (!strcmp(where, "all")) return region >= 0;
-    if (!strcmp(where, "dend")) return region == NS_REGION_BASAL || region == NS_REGION_APICAL;
-    return region >= 0 && !strcmp(where, ns_region_name((ns_region)region));
-}
-static int is_region(const char *where) {
-    if (!strcmp(where, "all") || !strcmp(where, "dend")) return 1;
-    for (int r = 0; r < NS_REGION_COUNT; ++r)
-        if (!strcmp(where, ns_region_name((ns_region)r))) return 1;
-    return 0;
-}
-
-static ns_status push_param(ns_grad_t *g, gparam *p, const char *name, int32_t *index) {
-    if (g->n_params == g->cap_params) {
-        const int32_t cap = g->cap_params ? 2 * g->cap_params : 8;
-        gparam *np = realloc(g->params, (size_t)cap * sizeof *np);
-        if (!np) {
-            free(p->on);
-            return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient parameter %s", name);
-        }
-        g->params = np;
-        g->cap_params = cap;
-    }
-    g->params[g->n_params] = *p;
-    if (index) *index = g->n_params;
-    g->n_params++;
-    return NS_OK;
-}
-
-ns_status ns_grad_add_param(ns_grad_t *g, int64_t cell, const char *where, const char *name, int32_t *index) {
-    if (!g || !where || !name)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_add_param: grad, where and name must not be NULL");
-    if (cell < 0 || cell >= g->n_cells)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "gradient parameter %s: cell %lld of %lld", name, (long long)cell,
-                       (long long)g->n_cells);
-    const ns_sim_t *sim = g->sim;
-    const gcell *gc = &g->cells[cell];
-    const sim_shape *s = &sim->shapes[gc->shape];
-    gparam p = {cell, P_FIELD, -1, -1, NULL, 0, 0.0};
-    ns_status ne = gev_add_param(g->ev, cell, where, name, &p.field); /* weight, a synapse type's parameter */
-    if (ne) return ne;
-    if (p.field >= 0) {
-        p.kind = P_NET;
-        return push_param(g, &p, name, index);
-    }
-    if (!strcmp(name, "cm")) p.kind = P_CM;
-    else if (!strcmp(name, "Ra")) p.kind = P_RA;
-    else if (!strcmp(name, "v_init")) p.kind = P_VINIT;
-    else {
-        for (int32_t k = 0; k < g->model->n_mechs && p.mech < 0; ++k) {
-            const ns_mech_desc *d = g->model->mechs[k].desc;
-            const size_t ln = strlen(name), lm = strlen(d->name);
-            if (ln < lm + 2 || name[ln - lm - 1] != '_' || strcmp(name + ln - lm, d->name)) continue;
-            for (int f = 0; f < d->n_params; ++f)
-                if (strlen(d->field_names[f]) == ln - lm - 1 && !strncmp(name, d->field_names[f], ln - lm - 1)) {
-                    p.mech = k;
-                    p.field = f;
-                }
-            if (p.mech < 0) {
-                /* usetable_MECH: the TABLE's switch (a GLOBAL named usetable_<block> in the descriptor) */
-                if (!strncmp(name, "usetable_", 9))
-                    return ns_fail(NS_ERR_UNSUPPORTED,
-                                   "gradient parameter %s: the TABLE's switch, not differentiable (docs/gradients.md)",
-                                   name);
-                for (int q = 0; q < d->n_globals; ++q)
-                    if (strlen(d->global_names[q]) == ln - lm - 1 && !strncmp(name, d->global_names[q], ln - lm - 1)) {
-                        p.kind = P_GLOBAL;
-                        p.mech = k;
-                        p.field = q;
-                    }
-                if (p.kind == P_GLOBAL) break;
-                return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                               "gradient parameter %s: %s has no RANGE PARAMETER nor GLOBAL of that name", name,
-                               d->name);
-            }
-        }
-        if (p.mech < 0)
-            return ns_fail(NS_ERR_INVALID_ARGUMENT,
-                           "gradient parameter %s: not cm, Ra, v_init nor NAME_MECH of a mechanism the model inserts",
-                           name);
-    }
-    const int per_cell = p.kind == P_RA || p.kind == P_VINIT || p.kind == P_GLOBAL;
-    if (per_cell && strcmp(where, "all"))
-        return ns_fail(NS_ERR_UNSUPPORTED, "gradient parameter %s at %s: %s is one value per cell (where = all)", name,
-                       where, name);
-    p.on = calloc((size_t)gc->n, 1);
-    if (!p.on) return ns_fail(NS_ERR_OUT_OF_MEMORY, "gradient parameter %s", name);
-    int any = 0;
-    if (is_region(where)) {
-        for (int32_t i = 0; i < gc->n; ++i) any |= p.on[i] = (unsigned char)region_selects(where, s->region[i]);
-    } else {
-        ns_location loc;
-        ns_status e = ns_location_parse(where, &loc);
-        if (e == NS_OK && loc.kind == NS_LOCATION_SECTION && !loc.has_x) {
-            for (int32_t i = 0; i < gc->n; ++i)
-                any |= p.on[i] = (unsigned char)(s->section[i] == loc.index && s->region[i] >= 0);
-        } else if (e == NS_OK && loc.kind == NS_LOCATION_COMPARTMENT) {
-            if (loc.index >= 0 && loc.index < gc->n && s->region[loc.index] >= 0) any = p.on[loc.index] = 1;
-        } else {
-            free(p.on);
-            return ns_fail(NS_ERR_UNSUPPORTED,
-                           "gradient parameter %s at %s: where is a region (soma, axon, basal, apical, other, dend, "
-                           "all), sec:K or cN",
-                           name, where);
-        }
-    }
-    if (p.kind == P_FIELD && any) {
-        any = 0;
-        const int *node = ns_model_block_node_index(gc->mb, p.mech);
-        for (int64_t i = 0; i < ns_model_block_instances(gc->mb, p.mech); ++i) any |= p.on[node[i]];
-    }
-    if (!any && !per_cell) {
-        free(p.on);
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "gradient parameter %s at %s: no compartment of cell %lld%s", name,
-                       where, (long long)cell, p.kind == P_FIELD ? " where the mechanism is inserted" : " with membrane");
-    }
-    if (p.kind == P_GLOBAL && g->backend == NS_BACKEND_CUDA) {
-        free(p.on);
-        return ns_fail(NS_ERR_UNSUPPORTED, "gradient parameter %s on the GPU: a GLOBAL (one copy per mechanism on the "
-                       "device; docs/gradients.md, \"On the GPU\")", name);
-    }
-    if (p.kind == P_GLOBAL) g->gwant[g->goff[p.mech] + p.field] = 1;
-    return push_param(g, &p, name, index);
-}
-
-ns_status ns_grad_set_param(ns_grad_t *g, int32_t index, double value) {
-    if (!g || index < 0 || index >= g->n_params)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_set_param: parameter %d of %d", index, g ? g->n_params : 0);
-    if (!isfinite(value)) return ns_fail(NS_ERR_NOT_FINITE, "ns_grad_set_param: parameter %d: value not finite", index);
-    const int kind = g->params[index].kind;
-    if ((kind == P_CM && value < 0) || (kind == P_RA && value <= 0))
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_set_param: %s = %g out of range", kind == P_CM ? "cm" : "Ra",
-                       value);
-    g->params[index].value = value;
-    g->params[index].set = 1;
-    if (kind == P_NET) gev_set_param(g->ev, g->params[index].field, value);
-    return NS_OK;
-}
-
-ns_status ns_grad_get_param(const ns_grad_t *g, int32_t index, double *value) {
-    if (!g || !value || index < 0 || index >= g->n_params)
-        return ns_fail(NS_ERR_INVALID_ARGUMENT, "ns_grad_get_param: parameter %d of %d", index, g ? g->n_params : 0);
-    const gparam *p = &g->params[index];
-    if (p->set) {
-        *value = p->value;
-        return NS_OK;
-    }
-    const gcell *gc = &g->cells[p->cell];
-    const sim_shape *s = &g->sim->shapes[gc->shape];
-    switch (p->kind) {
-    case P_RA: *value = g->sim->params.Ra; return NS_OK;
-    case P_VINIT: *value = g->sim->params.v_init; return NS_OK;
-    case P_GLOBAL: *value = g->model->mechs[p->mech].globals[p->field]; return NS_OK;
-    case P_NET: *value = gev_get_param(g->ev, p->field); return NS_OK;
-    case P_CM:
-        for (int32_t i = 0; i < gc->n; ++i)
-            if (p->on[i]) {
-                *value = s->cap[i] / ns_sim_cap_factor(g->sim);
-                return NS_OK;
-            }
-        break;
-    default: {
-        const sim_mech_shape *ms = &g->model->per_shape[(size_t)gc->shape * g->model->n_mechs + p->mech];
-        for (int32_t i = 0; i < ms->n; ++i)
-            if (p->on[ms->node[i]]) {
-                *value = ms->param[(int64_t)p->field * ms->n + i];
-                return NS_OK;
-            }
-    }
-    }
-    return ns_fail(NS_ERR_INTERNAL, "ns_grad_get_param: parameter %d selects nothing", index);
-}

@@ -20,7 +20,10 @@
 /* doubles of gat for blocks of up to max_ni instances and max_ions ions (gview: max_ions views) */
 size_t ggather_doubles(int64_t max_ni, int max_ions);
 /* pk (bound to a block with node_index) bound to the gathered values in gat and gview;
- * returns l_v's rows, zeroed (the caller adds them to l_v at pk's former node_index) */
-double *ggather(double *gat, ns_mech_ion_view *gview, ns_mech_ppack *pk, const ns_mech_desc *d);
+ * returns l_v's rows, zeroed (the caller adds them to l_v at pk's former node_index).
+ * keep: gat holds this block's values from an earlier call: 1, its area and diam (fixed
+ * for the simulation) are not gathered again; 2, nor its ions' e, ci and co (constants of
+ * the run: gion_constant). v and the ion currents are gathered each call. */
+double *ggather(double *gat, ns_mech_ion_view *gview, ns_mech_ppack *pk, const ns_mech_desc *d, int keep);
 
 #endif

@@ -44,7 +44,9 @@ typedef struct gcell {
     double *lglob;       /* adjoints of the GLOBALs that are parameters (g->gwant), summed over the steps */
     double *ck;          /* during a run: the checkpoints, then one segment's states */
     double **fptr;       /* a block product's field arrays (mech_vjp): room for the most fields */
-    double *gat;         /* a node_index block's gathered values (grad_gather.h) */
+    double *gat;         /* the node_index blocks' gathered values (grad_gather.h), mechanism k's at gato[k] */
+    size_t *gato;
+    int64_t *gkeep;      /* per mechanism: the run (ns_grad.runs) of its last gather, 0: none yet */
     ns_mech_ion_view *gview; /* and its ion views */
 } gcell;
 
@@ -64,6 +66,10 @@ struct ns_grad {
     size_t bytes;
     gion *ion;              /* the live ions (grad_ion.c) */
     ns_backend backend;     /* the sweep's: NS_BACKEND_CPU or NS_BACKEND_CUDA (grad_backend_choose) */
+    double **tbuf;          /* the CPU sweep's stored states, one buffer per thread, kept between runs */
+    size_t *tcap;           /* their sizes in doubles */
+    int64_t n_tbuf;
+    int64_t runs;           /* CPU runs so far (ggather's keep) */
 };
 
 typedef struct run_ctx {
