@@ -267,10 +267,9 @@ NS_API ns_status ns_sim_synapse_set(ns_sim_t *sim, int64_t synapse, const char *
  * `cell`: "v" (the membrane potential: a gap junction), an ion's "eX", "Xi",
  * "Xo" or "iX", or FIELD_MECH of a density mechanism inserted there
  * ("m_hh"), the names of ns_sim_get_model_var. Every POINTER of a placed
- * synapse must be connected before ns_sim_init. CPU loop only, and only to
- * the cells of the synapse's own lane block (cells of one shape, up to 8 in
- * a block: docs/mechanisms.md, "POINTER"); otherwise ns_sim_init fails
- * (NS_ERR_UNSUPPORTED) naming the synapse and both cells. */
+ * synapse must be connected before ns_sim_init. On the CPU loop a target in
+ * another lane block is read through a copy made at each step's start; on
+ * the GPU loop in place (docs/mechanisms.md, "POINTER"). */
 NS_API ns_status ns_sim_set_pointer(ns_sim_t *sim, int64_t synapse, const char *pointer, int64_t cell,
                                     int32_t compartment, const char *var);
 
